@@ -1,0 +1,64 @@
+"""Small graph-building helpers shared by the preview graph and the exported module.
+
+The exporter copies the source of the helpers a pipeline uses into the generated file, so the
+preview and the training code run literally the same functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from nvidia.dali import fn, types
+from nvidia.dali.auto_aug.core import signed_bin
+from nvidia.dali.data_node import DataNode
+
+
+def _op_seed(seed, slot):
+    """Seed of one random operator: fixed by the pipeline seed and the operator's slot only."""
+    return (seed * 1_000_003 + slot * 7_919 + 1) % 2_147_483_647
+
+
+def _vec(*items):
+    """A per-sample vector from scalars: constants stay a list, any DataNode makes a node."""
+    if not any(isinstance(i, DataNode) for i in items):
+        return [float(i) for i in items]
+    nodes = [
+        i if isinstance(i, DataNode) else types.Constant(float(i), dtype=types.FLOAT)
+        for i in items
+    ]
+    return fn.stack(*nodes)
+
+
+def _center(images):
+    """Per-sample image centre as (x, y)."""
+    shape = images.shape(dtype=types.FLOAT)
+    return fn.stack(shape[1], shape[0]) * 0.5
+
+
+def _affine(images, scale, shear_x, shear_y):
+    """Zoom and shear about the image centre, as a 2x3 forward matrix."""
+    center = _center(images)
+    return fn.transforms.combine(
+        fn.transforms.shear(shear=_vec(shear_x, shear_y), center=center),
+        fn.transforms.scale(scale=_vec(scale, scale), center=center),
+    )
+
+
+def _perspective(images, tilt_x, tilt_y):
+    """A 3x3 forward homography that tilts the image about its centre."""
+    shape = images.shape(dtype=types.FLOAT)
+    w, h = shape[1], shape[0]
+    cx, cy = w * 0.5, h * 0.5
+    g, k = tilt_x / w, tilt_y / h
+    e = 1.0 - g * cx - k * cy
+    m = fn.stack(1.0 + cx * g, cx * k, cx * e - cx, cy * g, 1.0 + cy * k, cy * e - cy, g, k, e)
+    return fn.reshape(m, shape=[3, 3])
+
+
+def _const(value):
+    """A constant float32 tensor input (e.g. a convolution kernel)."""
+    return types.Constant(np.array(value, dtype=np.float32))
+
+
+def _bin(magnitude_bin, random_sign, seed):
+    """auto_aug magnitude bin, negated for a random half of the samples when asked."""
+    return signed_bin(magnitude_bin, seed=seed) if random_sign else magnitude_bin

@@ -1,0 +1,92 @@
+"""DALI's auto_aug augmentations as single steps, and whole policies as steps.
+
+Single augmentations are driven by a magnitude bin exactly as in RandAugment: the parameter is
+``mag_to_param(linspace(*mag_range, 31)[bin])``, negated at random for signed ones.
+"""
+
+from __future__ import annotations
+
+from ..catalog import OpSpec
+from ..params import Param, magnitude_bin
+
+_SIGNED = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness",
+           "contrast", "color", "sharpness")
+_UNSIGNED = ("posterize", "solarize", "solarize_add")
+_PLAIN = ("invert", "equalize", "auto_contrast")
+
+_DOCS = {
+    "shear_x": "Shear along x (mag 0-0.3), fill 128.",
+    "shear_y": "Shear along y (mag 0-0.3), fill 128.",
+    "translate_x": "Translate along x by up to the image width, fill 128.",
+    "translate_y": "Translate along y by up to the image height, fill 128.",
+    "rotate": "Rotate by up to 30 degrees, fill 128.",
+    "brightness": "PIL-style brightness enhance, factor 1 +- 0.9.",
+    "contrast": "PIL-style contrast enhance, factor 1 +- 0.9.",
+    "color": "PIL-style colour (saturation) enhance, factor 1 +- 0.9.",
+    "sharpness": "PIL-style sharpness enhance, factor 1 +- 0.9.",
+    "posterize": "Keep only the top bits of each channel (up to 4 bits dropped).",
+    "solarize": "Invert pixels above a threshold that falls from 256 to 0.",
+    "solarize_add": "Add up to 110 to pixels below 128.",
+    "invert": "Invert all pixels (255 - x).",
+    "equalize": "Histogram equalisation (auto_aug variant).",
+    "auto_contrast": "Stretch each channel to the full range.",
+}
+
+_NEGATE = Param("random_sign", "bool", True, "Negate the magnitude at random (half the samples)")
+_SHAPE = {"translate_x": ", shape={x}.shape()", "translate_y": ", shape={x}.shape()"}
+
+
+def _single(name: str) -> OpSpec:
+    if name in _PLAIN:
+        return OpSpec(f"auto_aug.{name}", "auto-augment", _DOCS[name],
+                      f"augmentations.{name}({{x}})")
+    signed = name in _SIGNED
+    sign = "{random_sign}, {seed}" if signed else "False, 0"
+    params = (magnitude_bin(), _NEGATE) if signed else (magnitude_bin(),)
+    return OpSpec(
+        f"auto_aug.{name}",
+        "auto-augment",
+        _DOCS[name],
+        f"augmentations.{name}({{x}}, magnitude_bin=_bin({{magnitude_bin}}, {sign}), "
+        f"num_magnitude_bins=31{_SHAPE.get(name, '')})",
+        params,
+        magnitude="magnitude_bin",
+    )
+
+
+_POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
+
+OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
+    OpSpec(
+        "rand_augment",
+        "auto-augment",
+        "RandAugment: n random augmentations per sample at magnitude m.",
+        "rand_augment.rand_augment({x}, n={n}, m={m}, seed={seed})",
+        (
+            Param("n", "int", 2, "Augmentations per sample", bounds=(1, 6), slider=(1, 4),
+                  step=1),
+            Param("m", "int", 9, "Magnitude bin (of 31)", bounds=(0, 30), slider=(0, 30),
+                  step=1),
+        ),
+        magnitude="m",
+        policy=True,
+    ),
+    OpSpec(
+        "trivial_augment",
+        "auto-augment",
+        "TrivialAugment Wide: one random augmentation at a random magnitude.",
+        "trivial_augment.trivial_augment_wide({x}, num_magnitude_bins={num_magnitude_bins}, "
+        "seed={seed})",
+        (Param("num_magnitude_bins", "int", 31, "Number of magnitude bins", bounds=(2, 101),
+               slider=(2, 64), step=1),),
+        policy=True,
+    ),
+    OpSpec(
+        "auto_augment",
+        "auto-augment",
+        "AutoAugment: a learned policy of 25 sub-policies (ImageNet, SVHN or CIFAR-10).",
+        "auto_augment.auto_augment({x}, policy_name={policy_name}, seed={seed})",
+        (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
+        policy=True,
+    ),
+]

@@ -1,0 +1,58 @@
+"""Non-linear distortions: water ripples, sphere bulge and random jitter."""
+
+from __future__ import annotations
+
+from ..catalog import OpSpec
+from ..params import Param, fill, interp
+
+OPS = [
+    OpSpec(
+        "water",
+        "distortion",
+        "Water ripples: sinusoidal displacement along both axes.",
+        "fn.water({x}, ampl_x={ampl_x}, ampl_y={ampl_y}, freq_x={freq_x}, freq_y={freq_y}, "
+        "phase_x={phase_x}, phase_y={phase_y}, fill_value={fill_value}, "
+        "interp_type={interp_type})",
+        (
+            Param("ampl_x", "float", 10.0, "Horizontal amplitude", bounds=(0, 200),
+                  slider=(0, 40), step=0.5, neutral=0.0, unit="px", dali_arg="ampl_x"),
+            Param("ampl_y", "float", 10.0, "Vertical amplitude", bounds=(0, 200),
+                  slider=(0, 40), step=0.5, neutral=0.0, unit="px", dali_arg="ampl_y"),
+            Param("freq_x", "float", 0.049087, "Horizontal frequency", bounds=(0, 2),
+                  slider=(0, 0.3), step=0.001, unit="rad/px", dali_arg="freq_x"),
+            Param("freq_y", "float", 0.049087, "Vertical frequency", bounds=(0, 2),
+                  slider=(0, 0.3), step=0.001, unit="rad/px", dali_arg="freq_y"),
+            Param("phase_x", "float", 0.0, "Horizontal phase", bounds=(-6.2832, 6.2832),
+                  slider=(0, 6.2832), step=0.01, unit="rad", dali_arg="phase_x"),
+            Param("phase_y", "float", 0.0, "Vertical phase", bounds=(-6.2832, 6.2832),
+                  slider=(0, 6.2832), step=0.01, unit="rad", dali_arg="phase_y"),
+            fill(),
+            interp("nn"),
+        ),
+        magnitude="ampl_x",
+        schema="Water",
+    ),
+    OpSpec(
+        "sphere",
+        "distortion",
+        "Sphere (fish-eye) bulge from the image centre.",
+        "fn.sphere({x}, fill_value={fill_value}, interp_type={interp_type})",
+        (fill(), interp("nn")),
+        schema="Sphere",
+    ),
+    OpSpec(
+        "jitter",
+        "distortion",
+        "Random per-pixel jitter within a neighbourhood.",
+        "fn.jitter({x}, nDegree={nDegree}, fill_value={fill_value}, seed={seed})",
+        (
+            Param("nDegree", "int", 2, "Neighbourhood radius", bounds=(1, 64), slider=(1, 16),
+                  step=1, unit="px", dali_arg="nDegree"),
+            fill(),
+        ),
+        devices=frozenset({"gpu"}),
+        gpu_reason="DALI 2.4 implements it only on the GPU",
+        magnitude="nDegree",
+        schema="Jitter",
+    ),
+]

@@ -1,0 +1,102 @@
+"""Blur and convolution filters."""
+
+from __future__ import annotations
+
+from ..catalog import OpSpec
+from ..params import Param
+
+_KERNELS = {
+    "sharpen": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]],
+    "emboss": [[-2, -1, 0], [-1, 1, 1], [0, 1, 2]],
+    "box_blur": [[1 / 9] * 3] * 3,
+    "motion_blur": [[0.0] * 7] * 3 + [[1 / 7] * 7] + [[0.0] * 7] * 3,
+    "outline": [[-1, -1, -1], [-1, 8, -1], [-1, -1, -1]],
+}
+
+_GPU_ONLY = "DALI 2.4 implements it only on the GPU"
+
+OPS = [
+    OpSpec(
+        "gaussian_blur",
+        "blur/filter",
+        "Gaussian blur with a standard deviation in pixels.",
+        "fn.gaussian_blur({x}, sigma={sigma})",
+        (Param("sigma", "float", 1.5, "Standard deviation", bounds=(0.01, 50),
+               slider=(0.01, 6), step=0.01, neutral=0.01, unit="px", runtime=True,
+               dali_arg="sigma", random_default=(0.1, 2.0)),),
+        magnitude="sigma",
+        schema="GaussianBlur",
+    ),
+    OpSpec(
+        "laplacian",
+        "blur/filter",
+        "Laplacian edge response (saturated to 0-255).",
+        "fn.laplacian({x}, window_size={window_size}, scale={scale})",
+        (
+            Param("window_size", "int", 3, "Kernel size", bounds=(1, 23), slider=(1, 9), step=2,
+                  odd=True, unit="px", runtime=True, dali_arg="window_size"),
+            Param("scale", "float", 1.0, "Response scale", bounds=(0, 100), slider=(0, 4),
+                  step=0.01, neutral=0.0, runtime=True, dali_arg="scale"),
+        ),
+        magnitude="scale",
+        schema="Laplacian",
+    ),
+    OpSpec(
+        "filter",
+        "blur/filter",
+        "Convolve with a named kernel (sharpen, emboss, box or motion blur, outline).",
+        "fn.filter({x}, {kernel}, border={border})",
+        (
+            Param("kernel", "enum", "sharpen", "Convolution kernel", choices=tuple(_KERNELS),
+                  codes={k: f"_const({v!r})" for k, v in _KERNELS.items()}),
+            Param("border", "enum", "reflect_101", "How borders are extended",
+                  choices=("reflect_101", "reflect_1001", "wrap", "clamp", "constant"),
+                  dali_arg="border"),
+        ),
+        schema="Filter",
+    ),
+    OpSpec(
+        "experimental.median_blur",
+        "blur/filter",
+        "Median filter over a square window.",
+        "fn.experimental.median_blur({x}, window_size={window_size})",
+        (Param("window_size", "int", 5, "Window side", bounds=(3, 31), slider=(3, 15), step=2,
+               odd=True, unit="px", runtime=True, dali_arg="window_size"),),
+        devices=frozenset({"gpu"}),
+        gpu_reason=_GPU_ONLY,
+        magnitude="window_size",
+        schema="experimental__MedianBlur",
+    ),
+    OpSpec(
+        "experimental.dilate",
+        "blur/filter",
+        "Morphological dilation (grows bright regions).",
+        "fn.experimental.dilate({x}, mask_size={mask_size}, iterations={iterations})",
+        (
+            Param("mask_size", "int", 3, "Structuring element side", bounds=(1, 31),
+                  slider=(1, 9), step=1, unit="px", runtime=True, dali_arg="mask_size"),
+            Param("iterations", "int", 1, "Repetitions", bounds=(1, 16), slider=(1, 5), step=1,
+                  dali_arg="iterations"),
+        ),
+        devices=frozenset({"gpu"}),
+        gpu_reason=_GPU_ONLY,
+        magnitude="mask_size",
+        schema="experimental__Dilate",
+    ),
+    OpSpec(
+        "experimental.erode",
+        "blur/filter",
+        "Morphological erosion (grows dark regions).",
+        "fn.experimental.erode({x}, mask_size={mask_size}, iterations={iterations})",
+        (
+            Param("mask_size", "int", 3, "Structuring element side", bounds=(1, 31),
+                  slider=(1, 9), step=1, unit="px", runtime=True, dali_arg="mask_size"),
+            Param("iterations", "int", 1, "Repetitions", bounds=(1, 16), slider=(1, 5), step=1,
+                  dali_arg="iterations"),
+        ),
+        devices=frozenset({"gpu"}),
+        gpu_reason=_GPU_ONLY,
+        magnitude="mask_size",
+        schema="experimental__Erode",
+    ),
+]

@@ -1,0 +1,170 @@
+"""Geometric operators: rotations, affine and perspective warps, flips, resizes and crops."""
+
+from __future__ import annotations
+
+from ..catalog import Constraint, OpSpec
+from ..params import Param, fill, interp, unit_interval
+
+_SIZE = dict(bounds=(8, 4096), slider=(32, 512), step=1, unit="px")
+
+OPS = [
+    OpSpec(
+        "rotate",
+        "geometry",
+        "Rotate by an angle in degrees, counter-clockwise.",
+        "fn.rotate({x}, angle={angle}, keep_size={keep_size}, fill_value={fill_value}, "
+        "interp_type={interp_type})",
+        (
+            Param("angle", "float", 0.0, "Rotation angle", bounds=(-360, 360), slider=(-90, 90),
+                  step=1, neutral=0.0, unit="deg", runtime=True, dali_arg="angle",
+                  random_default=(-15, 15)),
+            Param("keep_size", "bool", True, "Keep the input size (else grow the canvas)",
+                  dali_arg="keep_size"),
+            fill(),
+            interp(),
+        ),
+        magnitude="angle",
+        schema="Rotate",
+        signed=True,
+    ),
+    OpSpec(
+        "warp_affine",
+        "geometry",
+        "Affine warp about the image centre: zoom and shear.",
+        "fn.warp_affine({x}, matrix=_affine({x}, {scale}, {shear_x}, {shear_y}), "
+        "inverse_map=False, fill_value={fill_value}, interp_type={interp_type})",
+        (
+            Param("shear_x", "float", 0.0, "Horizontal shear factor", bounds=(-2, 2),
+                  slider=(-0.6, 0.6), step=0.01, neutral=0.0, runtime=True,
+                  random_default=(-0.2, 0.2)),
+            Param("shear_y", "float", 0.0, "Vertical shear factor", bounds=(-2, 2),
+                  slider=(-0.6, 0.6), step=0.01, neutral=0.0, runtime=True),
+            Param("scale", "float", 1.0, "Zoom factor", bounds=(0.05, 10), slider=(0.5, 2),
+                  step=0.01, neutral=1.0, unit="x", runtime=True),
+            fill(),
+            interp(),
+        ),
+        magnitude="shear_x",
+        schema="WarpAffine",
+        signed=True,
+    ),
+    OpSpec(
+        "experimental.warp_perspective",
+        "geometry",
+        "Perspective tilt about the image centre (a 3x3 homography).",
+        "fn.experimental.warp_perspective({x}, matrix=_perspective({x}, {tilt_x}, {tilt_y}), "
+        "inverse_map=False, fill_value=[{fill_value}], interp_type={interp_type})",
+        (
+            Param("tilt_x", "float", 0.0, "Horizontal perspective tilt", bounds=(-1.5, 1.5),
+                  slider=(-0.8, 0.8), step=0.01, neutral=0.0, runtime=True,
+                  random_default=(-0.3, 0.3)),
+            Param("tilt_y", "float", 0.0, "Vertical perspective tilt", bounds=(-1.5, 1.5),
+                  slider=(-0.8, 0.8), step=0.01, neutral=0.0, runtime=True),
+            fill(),
+            interp(),
+        ),
+        magnitude="tilt_x",
+        schema="experimental__WarpPerspective",
+        signed=True,
+    ),
+    OpSpec(
+        "flip",
+        "geometry",
+        "Mirror horizontally and/or vertically.",
+        "fn.flip({x}, horizontal={horizontal}, vertical={vertical})",
+        (
+            Param("horizontal", "bool", True, "Mirror left-right", runtime=True,
+                  dali_arg="horizontal", dali_int=True),
+            Param("vertical", "bool", False, "Mirror top-bottom", runtime=True,
+                  dali_arg="vertical", dali_int=True),
+        ),
+        schema="Flip",
+    ),
+    OpSpec(
+        "resize",
+        "geometry",
+        "Resize so the shorter side has the given length (aspect ratio kept).",
+        "fn.resize({x}, resize_shorter={resize_shorter}, antialias={antialias}, "
+        "interp_type={interp_type})",
+        (
+            Param("resize_shorter", "float", 224.0, "Length of the shorter side", runtime=True,
+                  dali_arg="resize_shorter", random_default=(160, 288), **_SIZE),
+            Param("antialias", "bool", True, "Low-pass filter when downscaling",
+                  dali_arg="antialias"),
+            interp(runtime=False),
+        ),
+        magnitude="resize_shorter",
+        schema="Resize",
+    ),
+    OpSpec(
+        "crop",
+        "geometry",
+        "Cut a window of fixed size at a relative position (padded if the image is smaller).",
+        "fn.crop({x}, crop_h={crop_h}, crop_w={crop_w}, crop_pos_x={crop_pos_x}, "
+        "crop_pos_y={crop_pos_y}, out_of_bounds_policy={out_of_bounds_policy})",
+        (
+            Param("crop_h", "float", 192.0, "Window height", runtime=True, dali_arg="crop_h",
+                  **_SIZE),
+            Param("crop_w", "float", 192.0, "Window width", runtime=True, dali_arg="crop_w",
+                  **_SIZE),
+            unit_interval("crop_pos_x", 0.5, "Horizontal window position (0 left, 1 right)",
+                          random_default=(0, 1)),
+            unit_interval("crop_pos_y", 0.5, "Vertical window position (0 top, 1 bottom)",
+                          random_default=(0, 1)),
+            Param("out_of_bounds_policy", "enum", "pad", "What to do when the window leaves "
+                  "the image", choices=("pad", "trim_to_shape", "error"),
+                  dali_arg="out_of_bounds_policy"),
+        ),
+        magnitude="crop_pos_x",
+        schema="Crop",
+    ),
+    OpSpec(
+        "random_resized_crop",
+        "geometry",
+        "Inception-style crop of random area and aspect ratio, resized to a square.",
+        "fn.random_resized_crop({x}, size=[{size}, {size}], random_area=[{area_min}, "
+        "{area_max}], random_aspect_ratio=[{aspect_min}, {aspect_max}], "
+        "antialias={antialias}, seed={seed})",
+        (
+            Param("size", "int", 224, "Output side length", **_SIZE),
+            Param("area_min", "float", 0.08, "Smallest crop area (fraction of the image)",
+                  bounds=(0.001, 1), slider=(0.01, 1), step=0.01),
+            Param("area_max", "float", 1.0, "Largest crop area (fraction of the image)",
+                  bounds=(0.001, 1), slider=(0.01, 1), step=0.01),
+            Param("aspect_min", "float", 0.75, "Smallest aspect ratio (w/h)",
+                  bounds=(0.1, 10), slider=(0.25, 4), step=0.01),
+            Param("aspect_max", "float", 4 / 3, "Largest aspect ratio (w/h)",
+                  bounds=(0.1, 10), slider=(0.25, 4), step=0.01),
+            Param("antialias", "bool", True, "Low-pass filter when downscaling",
+                  dali_arg="antialias"),
+        ),
+        magnitude="area_min",
+        schema="RandomResizedCrop",
+        constraints=(
+            Constraint(("area_min", "area_max"), lambda v: v["area_min"] <= v["area_max"],
+                       "area_min must not exceed area_max"),
+            Constraint(("aspect_min", "aspect_max"), lambda v: v["aspect_min"] <= v["aspect_max"],
+                       "aspect_min must not exceed aspect_max"),
+        ),
+    ),
+    OpSpec(
+        "paste",
+        "geometry",
+        "Zoom out: paste the image into a larger canvas of a fill colour.",
+        "fn.paste({x}, ratio={ratio}, paste_x={paste_x}, paste_y={paste_y}, "
+        "fill_value=({fill_value}, {fill_value}, {fill_value}))",
+        (
+            Param("ratio", "float", 1.5, "Canvas size relative to the image", bounds=(1, 8),
+                  slider=(1, 3), step=0.01, neutral=1.0, unit="x", runtime=True,
+                  dali_arg="ratio", random_default=(1, 2)),
+            unit_interval("paste_x", 0.5, "Horizontal position in the canvas",
+                          random_default=(0, 1)),
+            unit_interval("paste_y", 0.5, "Vertical position in the canvas",
+                          random_default=(0, 1)),
+            Param("fill_value", "int", 0, "Canvas grey level", bounds=(0, 255), slider=(0, 255),
+                  step=1, unit="level"),
+        ),
+        magnitude="ratio",
+        schema="Paste",
+    ),
+]
