@@ -13,19 +13,22 @@ from nvidia.dali.data_node import DataNode
 
 
 def _op_seed(seed, slot):
-    """Seed of one random operator: fixed by the pipeline seed and the operator's slot only."""
+    """Seed of one random node: set by the chain seed and the node's slot only."""
     return (seed * 1_000_003 + slot * 7_919 + 1) % 2_147_483_647
 
 
 def _vec(*items):
-    """A per-sample vector from scalars: constants stay a list, any DataNode makes a node."""
+    """A per-sample vector from scalars: a list of constants, or a node if any is one."""
     if not any(isinstance(i, DataNode) for i in items):
         return [float(i) for i in items]
-    nodes = [
-        i if isinstance(i, DataNode) else types.Constant(float(i), dtype=types.FLOAT)
-        for i in items
-    ]
-    return fn.stack(*nodes)
+    return fn.stack(*[_node(i) for i in items])
+
+
+def _node(value):
+    """A float32 scalar node from a node or a number."""
+    if isinstance(value, DataNode):
+        return value
+    return types.Constant(float(value), dtype=types.FLOAT)
 
 
 def _center(images):
@@ -50,7 +53,11 @@ def _perspective(images, tilt_x, tilt_y):
     cx, cy = w * 0.5, h * 0.5
     g, k = tilt_x / w, tilt_y / h
     e = 1.0 - g * cx - k * cy
-    m = fn.stack(1.0 + cx * g, cx * k, cx * e - cx, cy * g, 1.0 + cy * k, cy * e - cy, g, k, e)
+    m = fn.stack(
+        *(1.0 + cx * g, cx * k, cx * e - cx),
+        *(cy * g, 1.0 + cy * k, cy * e - cy),
+        *(g, k, e),
+    )
     return fn.reshape(m, shape=[3, 3])
 
 

@@ -11,7 +11,7 @@ OPS = [
         "erase/mask",
         "Cutout: fill a box of relative size at a relative centre.",
         "fn.erase({x}, anchor=_vec({center_y}, {center_x}), shape=_vec({box_h}, {box_w}), "
-        "axis_names='HW', normalized=True, centered_anchor=True, fill_value={fill_value})",
+        "axis_names=\"HW\", normalized=True, centered_anchor=True, fill_value={fill_value})",
         (
             unit_interval("center_x", 0.5, "Box centre, horizontal", random_default=(0, 1),
                           dali_arg=None),

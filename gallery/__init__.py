@@ -1,0 +1,1 @@
+"""The dali-gallery app: gallery view, sample images, CLI and Voila launcher."""

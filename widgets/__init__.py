@@ -1,0 +1,1 @@
+"""ipywidgets panels of dali-gallery, built on :mod:`pipelines`."""
