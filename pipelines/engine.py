@@ -1,0 +1,378 @@
+"""The live preview engine: one real DALI pipeline per chain structure, fed by name.
+
+Built for sliders. The chain is generated in preview mode, so every run-time value is an
+``external_source`` feed: moving such a slider feeds new numbers into the same built pipeline.
+Its random nodes all have explicit seeds and the pipeline's RNG state is restored from a
+checkpoint taken right after the build before every render, so a render shows the same draw
+until the seed changes: moving one slider changes only that operator's effect.
+
+A render of N images x K draws is one batch of N*K samples; sample ``d*N + i`` is draw ``d`` of
+image ``i``, so draw 0 is exactly the first batch of the exported pipeline on the same images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .catalog import CATALOG, Catalog
+from .codegen import Chain, Feed, preview_module
+from .device import Device, resolve
+from .preset import Preset, Uniform, load
+
+MAX_BATCH = 256
+_CACHE_SIZE = 3
+
+
+class StepError(RuntimeError):
+    """A render failed; ``step``/``op`` name the step that caused it when that is known."""
+
+    def __init__(self, message: str, step: int | None = None, op: str | None = None) -> None:
+        self.step = step
+        self.op = op
+        self.detail = message
+        where = f"step {step} ({op}): " if step is not None else ""
+        super().__init__(where + message)
+
+
+@dataclass
+class SampleRecord:
+    """What happened to one output sample, read from the pipeline's own outputs."""
+
+    image: int
+    draw: int
+    fired: dict[int, bool] = field(default_factory=dict)
+    values: dict[int, dict[str, float | int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "draw": self.draw,
+            "fired": {str(k): v for k, v in self.fired.items()},
+            "values": {str(k): v for k, v in self.values.items()},
+        }
+
+
+@dataclass
+class Render:
+    """The outputs of one render: ``images[d * n_images + i]`` is draw d of image i."""
+
+    images: list[np.ndarray]
+    records: list[SampleRecord]
+    n_images: int
+    draws: int
+    device: Device
+    built: bool
+    ms: float
+
+    def tile(self, image: int, draw: int) -> np.ndarray:
+        return self.images[draw * self.n_images + image]
+
+    def record(self, image: int, draw: int) -> SampleRecord:
+        return self.records[draw * self.n_images + image]
+
+    def first_draw(self) -> list[np.ndarray]:
+        return self.images[: self.n_images]
+
+
+@dataclass
+class _Built:
+    pipe: Any
+    checkpoint: bytes
+    chain: Chain
+    module_path: Path
+    step_of_line: list[tuple[int, int]]
+
+
+class PreviewEngine:
+    """Renders presets on a set of images through real DALI pipelines.
+
+    ``device``: "auto" (GPU when DALI sees one), "cpu" (``device_id=None``, CPU operators) or
+    "gpu" (mixed decoding and GPU operators; outputs are copied to host at the end only).
+    """
+
+    def __init__(self, device: str = "auto", num_threads: int | None = None,
+                 catalog: Catalog = CATALOG) -> None:
+        self.device: Device = resolve(device)
+        self.num_threads = num_threads or max(1, min(os.cpu_count() or 1, 8))
+        self.catalog = catalog
+        self.builds = 0
+        self.renders = 0
+        self.names: list[str] = []
+        self._arrays: list[np.ndarray] = []
+        self._pipes: OrderedDict[tuple[Any, ...], _Built] = OrderedDict()
+        self._modules: dict[str, tuple[ModuleType, Path]] = {}
+        self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
+
+    # ---- images -------------------------------------------------------------------------------
+
+    def set_images(self, sources: Any, *, max_side: int | None = None,
+                   root: Path | None = None) -> list[Any]:
+        """Load images (folder, paths or bytes), decoded by DALI; returns the problems found
+        (bad files are skipped, the rest are kept)."""
+        from .images import collect, decode
+
+        encoded, problems = collect(sources, root=root)
+        arrays, good, bad = decode(encoded, max_side=max_side, num_threads=self.num_threads)
+        problems = list(problems) + list(bad)
+        if self.device == "gpu":
+            arrays = _decode_mixed([g.data for g in good], arrays, max_side, self.num_threads)
+        self.set_arrays(arrays, [g.name for g in good])
+        return problems
+
+    def set_arrays(self, arrays: Sequence[np.ndarray], names: Sequence[str] | None = None) -> None:
+        """Use already decoded HWC uint8 RGB images (e.g. from a previous engine)."""
+        for i, a in enumerate(arrays):
+            if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
+                raise ValueError(f"image {i}: expected an HxWx3 uint8 array, got "
+                                 f"{a.dtype} {a.shape}")
+        self._arrays = [np.ascontiguousarray(a) for a in arrays]
+        self.names = list(names) if names is not None else [f"image {i}" for i in
+                                                            range(len(arrays))]
+
+    @property
+    def images(self) -> list[np.ndarray]:
+        return list(self._arrays)
+
+    # ---- rendering ----------------------------------------------------------------------------
+
+    def render(self, preset: Preset | dict | str, draws: int = 1, *, tail: bool = False,
+               images: Sequence[int] | None = None) -> Render:
+        """Render ``draws`` independent draws of every image (or of the chosen ones)."""
+        preset = preset if isinstance(preset, Preset) else load(preset, self.catalog)
+        arrays = self._arrays if images is None else [self._arrays[i] for i in images]
+        if not arrays:
+            raise StepError("no images to render; add images first")
+        if not 1 <= draws <= MAX_BATCH:
+            raise StepError(f"draws {draws} is not allowed; expected 1 to {MAX_BATCH}")
+        n = len(arrays)
+        batch = n * draws
+        if batch > MAX_BATCH:
+            raise StepError(f"{n} images x {draws} draws = {batch} samples; at most "
+                            f"{MAX_BATCH} per render")
+        self._check_devices(preset)
+        t0 = time.perf_counter()
+        built, was_built = self._pipeline(preset, batch, tail)
+        feeds = _feed_values(preset, built.chain.feeds, batch)
+        feeds["images"] = [arrays[j % n] for j in range(batch)]
+        try:
+            built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
+            outputs = built.pipe.run(**feeds)
+            result = self._collect(outputs, built.chain, n, draws)
+        except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
+            self._discard(built)
+            raise self._step_error(e, built, preset) from e
+        self.renders += 1
+        ms = (time.perf_counter() - t0) * 1000
+        images_out, records = result
+        return Render(images_out, records, n, draws, self.device, was_built, ms)
+
+    def code(self, preset: Preset, tail: bool = False) -> str:
+        """The preview module source (what the engine builds; handy for debugging)."""
+        return preview_module(preset, tail=tail, catalog=self.catalog)[0]
+
+    def close(self) -> None:
+        """Release pipelines (and the GPU memory pools DALI keeps) and temporary files."""
+        self._pipes.clear()
+        if self.device == "gpu":
+            from nvidia.dali import backend
+
+            backend.ReleaseUnusedMemory()
+        for name in [m for m in sys.modules if m.startswith("dali_gallery_chain_")]:
+            del sys.modules[name]
+        self._modules.clear()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __del__(self) -> None:
+        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _check_devices(self, preset: Preset) -> None:
+        for i, step in preset.active_steps():
+            spec = self.catalog[step.op]
+            if self.device not in spec.devices:
+                why = spec.gpu_reason or f"DALI implements it only on {sorted(spec.devices)}"
+                raise StepError(f"unavailable on this machine's {self.device.upper()}: {why}; "
+                                "it is kept in the pipeline and exported, but cannot be "
+                                "previewed here (disable it to preview the rest)", i, step.op)
+
+    def _pipeline(self, preset: Preset, batch: int, tail: bool) -> tuple[_Built, bool]:
+        code, chain = preview_module(preset, tail=tail and preset.output is not None,
+                                     catalog=self.catalog)
+        key = (code, preset.seed, batch, tail)
+        if key in self._pipes:
+            self._pipes.move_to_end(key)
+            return self._pipes[key], False
+        module, path = self._module(code)
+        try:
+            pipe = _build(module, preset.seed, batch, self.device, self.num_threads,
+                          tail and preset.output is not None)
+            pipe.build()
+            checkpoint = pipe.checkpoint()
+        except Exception as e:  # a build failure names the step it came from
+            raise self._step_error(e, _Built(None, b"", chain, path, _step_lines(code)),
+                                   preset) from e
+        self.builds += 1
+        built = _Built(pipe, checkpoint, chain, path, _step_lines(code))
+        self._pipes[key] = built
+        while len(self._pipes) > _CACHE_SIZE:
+            self._pipes.popitem(last=False)
+        return built, True
+
+    def _module(self, code: str) -> tuple[ModuleType, Path]:
+        digest = hashlib.sha1(code.encode()).hexdigest()[:16]
+        if digest in self._modules:
+            return self._modules[digest]
+        name = f"dali_gallery_chain_{digest}"
+        path = self._dir / f"{name}.py"
+        path.write_text(code, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # autograph needs to find the source
+        spec.loader.exec_module(module)
+        self._modules[digest] = (module, path)
+        return module, path
+
+    def _discard(self, built: _Built) -> None:
+        for key, value in list(self._pipes.items()):
+            if value is built:
+                del self._pipes[key]
+
+    def _collect(self, outputs: Any, chain: Chain, n: int, draws: int) -> tuple[
+            list[np.ndarray], list[SampleRecord]]:
+        images = outputs[0]
+        if self.device == "gpu":
+            images = images.as_cpu()
+        arrays = [np.array(images[j]) for j in range(len(images))]
+        recs = [SampleRecord(j % n, j // n) for j in range(n * draws)]
+        for r, out in zip(chain.records, outputs[1:], strict=True):
+            vals = out.as_cpu() if hasattr(out, "as_cpu") else out
+            for j in range(n * draws):
+                v = np.array(vals[j]).reshape(-1)[0].item()
+                if r.param == "fired":
+                    recs[j].fired[r.step] = bool(v)
+                else:
+                    recs[j].values.setdefault(r.step, {})[r.param] = v
+        return arrays, recs
+
+    def _step_error(self, e: BaseException, built: _Built, preset: Preset) -> StepError:
+        text = str(e)
+        step = None
+        path = re.escape(built.module_path.name)
+        for m in re.finditer(path + r'", line (\d+)', text):
+            step = _line_to_step(built.step_of_line, int(m.group(1)))
+        op = preset.steps[step].op if step is not None else None
+        return StepError(_clean(text), step, op)
+
+
+def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
+           tail: bool) -> Any:
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(enable_conditionals=True)
+    def preview():
+        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
+        if device == "gpu":
+            images = images.gpu()
+        images, records = module.augment(images, seed)
+        if tail:
+            images = module.finish(images, seed)
+        return (images, *records)
+
+    return preview(
+        batch_size=batch,
+        num_threads=threads,
+        device_id=0 if device == "gpu" else None,
+        seed=seed,
+        prefetch_queue_depth=1,
+        enable_checkpointing=True,
+    )
+
+
+def _feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in feeds:
+        step = preset.steps[f.step]
+        dtype = np.float32 if f.dtype == "FLOAT" else np.int32
+        if f.kind == "probability":
+            out[f.name] = np.full(batch, step.probability, dtype=np.float32)
+        elif f.kind == "range":
+            u = step.params[f.param]
+            assert isinstance(u, Uniform)
+            out[f.name] = np.tile(np.array([u.lo, u.hi], dtype=np.float32), (batch, 1))
+        else:
+            out[f.name] = np.full(batch, step.params[f.param], dtype=dtype)
+    return out
+
+
+def _step_lines(code: str) -> list[tuple[int, int]]:
+    """(first line, step index) of each step block in the generated module."""
+    marks = []
+    for lineno, line in enumerate(code.splitlines(), start=1):
+        m = re.match(r"\s*# step (\d+):", line)
+        if m:
+            marks.append((lineno, int(m.group(1))))
+    return marks
+
+
+def _line_to_step(marks: list[tuple[int, int]], line: int) -> int | None:
+    step = None
+    for start, i in marks:
+        if line >= start:
+            step = i
+    return step
+
+
+_NOISE = re.compile(r"(Current pipeline object is no longer valid\.|C\+\+ context: \[[^\]]*\]\s*)")
+
+
+def _clean(text: str) -> str:
+    """DALI's message without the C++ context and the generated file's traceback."""
+    m = re.search(r"encountered:\s*(.*)", text, re.S)
+    msg = m.group(1) if m else text
+    msg = _NOISE.sub("", msg)
+    msg = re.sub(r"\s+", " ", msg).strip()
+    return msg[:600]
+
+
+def _decode_mixed(data: list[bytes], cpu_arrays: list[np.ndarray], max_side: int | None,
+                  threads: int) -> list[np.ndarray]:
+    """Decode again with the GPU ("mixed") decoder, as the exported GPU pipeline does, so the
+    GPU preview starts from the same pixels as training. Sizes follow the CPU decode."""
+    if not data:
+        return []
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=1, num_threads=threads, device_id=0, prefetch_queue_depth=1)
+    def decode_gpu():
+        enc = fn.external_source(name="enc", dtype=types.UINT8)
+        img = fn.decoders.image(enc, device="mixed", output_type=types.RGB)
+        size = fn.external_source(name="size", dtype=types.FLOAT)
+        return img, fn.resize(img, size=size, antialias=True)
+
+    pipe = decode_gpu()
+    pipe.build()
+    out = []
+    for raw, ref in zip(data, cpu_arrays, strict=True):
+        size = np.array([ref.shape[0], ref.shape[1]], dtype=np.float32)
+        img, small = pipe.run(enc=[np.frombuffer(raw, dtype=np.uint8)], size=[size])
+        full = np.array(img.as_cpu()[0])
+        out.append(full if full.shape == ref.shape else np.array(small.as_cpu()[0]))
+    del pipe
+    return out
