@@ -234,7 +234,10 @@ def imports_for(code: str) -> list[str]:
     aa = [m for m in ("augmentations", "auto_augment", "rand_augment", "trivial_augment")
           if re.search(rf"\b{m}\.", code)]
     if aa:
-        lines.append(f"from nvidia.dali.auto_aug import {', '.join(aa)}")
+        line = f"from nvidia.dali.auto_aug import {', '.join(aa)}"
+        if len(line) > LINE_LIMIT:
+            line = "from nvidia.dali.auto_aug import (\n" + "".join(f"    {m},\n" for m in aa) + ")"
+        lines.append(line)
     if "signed_bin(" in code:
         lines.append("from nvidia.dali.auto_aug.core import signed_bin")
     if "DataNode" in code:

@@ -92,10 +92,11 @@ class Render:
 @dataclass
 class _Built:
     pipe: Any
-    checkpoint: bytes
+    checkpoint: bytes | None
     chain: Chain
     module_path: Path
     step_of_line: list[tuple[int, int]]
+    runs: int = 0
 
 
 class PreviewEngine:
@@ -167,10 +168,15 @@ class PreviewEngine:
         self._check_devices(preset)
         t0 = time.perf_counter()
         built, was_built = self._pipeline(preset, batch, tail)
+        if built.checkpoint is None and built.runs > 0:  # no checkpoint: fresh RNG state
+            self._discard(built)
+            built, was_built = self._pipeline(preset, batch, tail)
+        built.runs += 1
         feeds = _feed_values(preset, built.chain.feeds, batch)
         feeds["images"] = [arrays[j % n] for j in range(batch)]
         try:
-            built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
+            if built.checkpoint is not None:
+                built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
             outputs = built.pipe.run(**feeds)
             result = self._collect(outputs, built.chain, n, draws)
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
@@ -220,10 +226,7 @@ class PreviewEngine:
             return self._pipes[key], False
         module, path = self._module(code)
         try:
-            pipe = _build(module, preset.seed, batch, self.device, self.num_threads,
-                          tail and preset.output is not None)
-            pipe.build()
-            checkpoint = pipe.checkpoint()
+            pipe, checkpoint = self._build_fresh(module, preset, batch, tail)
         except Exception as e:  # a build failure names the step it came from
             raise self._step_error(e, _Built(None, b"", chain, path, _step_lines(code)),
                                    preset) from e
@@ -233,6 +236,22 @@ class PreviewEngine:
         while len(self._pipes) > _CACHE_SIZE:
             self._pipes.popitem(last=False)
         return built, True
+
+    def _build_fresh(self, module: ModuleType, preset: Preset, batch: int,
+                     tail: bool) -> tuple[Any, bytes | None]:
+        """Build and checkpoint; a few operators (clahe) cannot be checkpointed, and then the
+        engine rebuilds before each render instead of restoring the RNG state."""
+        tail = tail and preset.output is not None
+        try:
+            pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, True)
+            pipe.build()
+            return pipe, pipe.checkpoint()
+        except RuntimeError as e:
+            if "Checkpointing is not implemented" not in str(e):
+                raise
+        pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, False)
+        pipe.build()
+        return pipe, None
 
     def _module(self, code: str) -> tuple[ModuleType, Path]:
         digest = hashlib.sha1(code.encode()).hexdigest()[:16]
@@ -282,7 +301,7 @@ class PreviewEngine:
 
 
 def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
-           tail: bool) -> Any:
+           tail: bool, checkpointing: bool) -> Any:
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(enable_conditionals=True)
@@ -301,7 +320,7 @@ def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: i
         device_id=0 if device == "gpu" else None,
         seed=seed,
         prefetch_queue_depth=1,
-        enable_checkpointing=True,
+        enable_checkpointing=checkpointing,
     )
 
 

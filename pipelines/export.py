@@ -29,8 +29,8 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 _PIPELINE = '''\
 def flat_folder_files(file_root):
-    """Sorted image files of a folder without class subfolders (readers.file needs either
-    subfolders or a file list); None when there are subfolders."""
+    """Sorted image files of a folder without class subfolders (readers.file needs
+    either subfolders or a file list); None when there are subfolders."""
     entries = sorted(os.scandir(file_root), key=lambda entry: entry.name)
     if any(entry.is_dir() for entry in entries):
         return None
@@ -64,10 +64,13 @@ def create_pipeline(
     num_shards=1,
     random_shuffle=True,
 ):
-    """The training pipeline. device_id=None runs on the CPU; otherwise decoding is "mixed"
-    and the augmentations run on that GPU. For multi-GPU training give each process its own
-    device_id and shard_id, and num_shards = the number of processes. Labels are the class
-    subfolder indices, or file indices for a flat folder of images."""
+    """The training pipeline.
+
+    device_id=None runs on the CPU; otherwise decoding is "mixed" and the augmentations
+    run on that GPU. For multi-GPU training give each process its own device_id and
+    shard_id, and num_shards = the number of processes. Labels are the class subfolder
+    indices, or file indices for a flat folder of images.
+    """
     return training_pipeline(
         file_root=file_root,
         files=flat_folder_files(file_root),

@@ -18,7 +18,7 @@ def _op_seed(seed, slot):
 
 
 def _vec(*items):
-    """A per-sample vector from scalars: a list of constants, or a node if any is one."""
+    """A per-sample vector: a list of constants, or a node if any item is one."""
     if not any(isinstance(i, DataNode) for i in items):
         return [float(i) for i in items]
     return fn.stack(*[_node(i) for i in items])

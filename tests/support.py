@@ -1,0 +1,72 @@
+"""Shared test helpers: run an exported module in-process, build one-step presets."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipelines.catalog import CATALOG, OpSpec
+from pipelines.export import export_code
+from pipelines.preset import Preset, load
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "gallery" / "samples"
+_counter = itertools.count()
+
+
+def preset_dict(steps: list[dict[str, Any]], seed: int = 7, output: Any = None) -> dict[str, Any]:
+    return {"format": "dali-gallery/preset", "version": 1, "seed": seed, "steps": steps,
+            "output": output}
+
+
+def import_export(preset: Preset | dict, tmp: Path) -> Any:
+    """Write the exported module to ``tmp`` and import it (as a user's training script would)."""
+    code = export_code(preset)
+    name = f"exported_{next(_counter)}"
+    path = tmp / f"{name}.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def first_batch(preset: Preset | dict, folder: Path, n: int, tmp: Path,
+                device_id: int | None = None) -> list[np.ndarray]:
+    """The exported pipeline's first batch, in file order."""
+    module = import_export(preset, tmp)
+    pipe = module.create_pipeline(str(folder), n, num_threads=2, device_id=device_id,
+                                  random_shuffle=False)
+    pipe.build()
+    images, _ = pipe.run()
+    if device_id is not None:
+        images = images.as_cpu()
+    out = [np.array(images[i]) for i in range(n)]
+    del pipe
+    return out
+
+
+def random_value(spec: OpSpec) -> dict[str, Any]:
+    """Params that draw the magnitude parameter per sample, when the op allows it."""
+    if spec.magnitude is None:
+        return {}
+    p = spec.param(spec.magnitude)
+    if not p.runtime or p.odd or p.kind not in ("float", "int"):
+        return {}
+    lo, hi = p.random_default or p.slider or p.bounds
+    return {p.name: {"uniform": [lo, hi]}}
+
+
+def one_step(op: str, probability: float = 1.0, seed: int = 7, **params: Any) -> Preset:
+    return load(preset_dict([{"op": op, "probability": probability, "params": params}], seed))
+
+
+CPU_OPS = [name for name, spec in CATALOG.items() if spec.cpu]
+GPU_ONLY_OPS = [name for name, spec in CATALOG.items() if not spec.cpu]
