@@ -22,6 +22,7 @@ CATEGORIES = (
     "erase/mask",
     "distortion",
     "auto-augment",
+    "custom",
 )
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -58,6 +59,7 @@ class OpSpec:
     signed: bool = False
     policy: bool = False
     gpu_reason: str = ""
+    function: Callable[..., Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -76,6 +78,11 @@ class OpSpec:
     def seeded(self) -> bool:
         """Whether the operator draws random numbers itself (and so takes its own seed)."""
         return "{seed}" in self.call
+
+    @property
+    def custom(self) -> bool:
+        """A user-defined Python operator (run through DALI's python_function)."""
+        return self.function is not None
 
     @property
     def cpu(self) -> bool:
@@ -144,4 +151,14 @@ def _build() -> Catalog:
     return Catalog(all_ops())
 
 
+def unregister(catalog: Catalog, name: str) -> None:
+    """Remove a custom operator (tests, notebooks redefining one)."""
+    op = catalog[name]
+    if not op.custom:
+        raise ValueError(f"{name!r} is a built-in operator and cannot be removed")
+    del catalog._ops[name]
+
+
 CATALOG = _build()
+
+from . import custom_examples  # noqa: E402,F401  (registers the shipped custom operators)

@@ -32,7 +32,7 @@ import numpy as np
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, Feed, preview_module
 from .device import Device, resolve
-from .preset import Preset, Uniform, load
+from .preset import Preset, Step, Uniform, load
 
 MAX_BATCH = 256
 _CACHE_SIZE = 3
@@ -152,7 +152,8 @@ class PreviewEngine:
     # ---- rendering ----------------------------------------------------------------------------
 
     def render(self, preset: Preset | dict | str, draws: int = 1, *, tail: bool = False,
-               images: Sequence[int] | None = None) -> Render:
+               images: Sequence[int] | None = None,
+               _override: dict[str, np.ndarray] | None = None) -> Render:
         """Render ``draws`` independent draws of every image (or of the chosen ones)."""
         preset = preset if isinstance(preset, Preset) else load(preset, self.catalog)
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
@@ -173,6 +174,8 @@ class PreviewEngine:
             built, was_built = self._pipeline(preset, batch, tail)
         built.runs += 1
         feeds = _feed_values(preset, built.chain.feeds, batch)
+        for name, vals in (_override or {}).items():
+            feeds[name] = vals.astype(feeds[name].dtype)
         feeds["images"] = [arrays[j % n] for j in range(batch)]
         try:
             if built.checkpoint is not None:
@@ -186,6 +189,28 @@ class PreviewEngine:
         ms = (time.perf_counter() - t0) * 1000
         images_out, records = result
         return Render(images_out, records, n, draws, self.device, was_built, ms)
+
+    def render_sweep(self, step: Step, param: str, values: Sequence[Any], *, seed: int = 42,
+                     images: Sequence[int] | None = None) -> Render:
+        """One step at several values of one parameter: ``tile(i, k)`` is image i at
+        ``values[k]``. A run-time parameter is fed per sample into one pipeline (one run for
+        the whole row); a build-time one costs one pipeline per value."""
+        spec = self.catalog[step.op]
+        p = spec.param(param)
+        base = Step(step.op, dict(step.params), 1.0, True)
+        if not p.runtime or p.kind not in ("float", "int", "bool"):
+            parts = []
+            for v in values:
+                base.params[param] = v
+                parts.append(self.render(Preset([base], seed=seed), images=images))
+            return _stack_renders(parts)
+        base.params[param] = values[0]
+        preset = Preset([base], seed=seed)
+        arrays = self._arrays if images is None else [self._arrays[i] for i in images]
+        n, k = len(arrays), len(values)
+        per_sample = np.repeat(np.asarray(values, dtype=np.float64), n)
+        return self.render(preset, draws=k, images=images,
+                           _override={f"s0_{param}": per_sample})
 
     def code(self, preset: Preset, tail: bool = False) -> str:
         """The preview module source (what the engine builds; handy for debugging)."""
@@ -298,6 +323,18 @@ class PreviewEngine:
             step = _line_to_step(built.step_of_line, int(m.group(1)))
         op = preset.steps[step].op if step is not None else None
         return StepError(_clean(text), step, op)
+
+
+def _stack_renders(parts: list[Render]) -> Render:
+    """Renders of one draw each, as the draws of one render."""
+    first = parts[0]
+    images = [img for r in parts for img in r.images]
+    records = []
+    for d, r in enumerate(parts):
+        for rec in r.records:
+            records.append(SampleRecord(rec.image, d, rec.fired, rec.values))
+    return Render(images, records, first.n_images, len(parts), first.device,
+                  any(r.built for r in parts), sum(r.ms for r in parts))
 
 
 def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: int,

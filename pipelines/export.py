@@ -15,6 +15,7 @@ from . import __version__
 from .catalog import CATALOG, Catalog
 from .codegen import (
     chain_source,
+    custom_sources,
     format_statement,
     function,
     helper_source,
@@ -149,14 +150,17 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG) 
         fns.append(function("finish", "images, seed=SEED", "The training tail: resize, crop, "
                             "normalise.", tail_lines(preset.output)))
         finish = "    images = finish(images, seed=aug_seed)\n"
+    custom = custom_sources(preset, catalog)
     pipeline = _PIPELINE.format(finish=finish)
     code = "\n\n\n".join(fns) + "\n\n\n" + pipeline
     helpers = helper_source(_used(code))
+    if custom:
+        helpers = f"{helpers}\n\n\n{custom}" if helpers else custom
     doc = _docstring(preset)
     imports = imports_for(code + helpers)
     preset_json = json.dumps(preset.to_dict(), separators=(",", ":"), ensure_ascii=True)
-    const = ["SEED = " + str(preset.seed), "IMAGE_EXTENSIONS = (" + ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS) + ")",
-             "PRESET_JSON = ("]
+    extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)
+    const = [f"SEED = {preset.seed}", f"IMAGE_EXTENSIONS = ({extensions})", "PRESET_JSON = ("]
     const += split_string(preset_json, "    ")
     const.append(")")
     parts = [doc, "\n".join(imports), "\n".join(const)]

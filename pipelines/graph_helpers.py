@@ -28,7 +28,13 @@ def _node(value):
     """A float32 scalar node from a node or a number."""
     if isinstance(value, DataNode):
         return value
-    return types.Constant(float(value), dtype=types.FLOAT)
+    return types.Constant(float(value), dtype=types.FLOAT, device="cpu")
+
+
+def _inputs(images, *values):
+    """Per-sample parameter inputs of a Python operator, on the images' device."""
+    nodes = [_node(v) for v in values]
+    return [n.gpu() for n in nodes] if images.device == "gpu" else nodes
 
 
 def _center(images):

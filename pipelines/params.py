@@ -71,7 +71,7 @@ class Param:
         return None
 
     def coerce(self, value: Any) -> Any:
-        """Normalise an already checked literal (ints written as 3.0 become 3, floats stay float)."""
+        """Normalise a checked literal (an int written as 3.0 becomes 3; floats stay float)."""
         if self.kind == "int":
             return int(value)
         if self.kind == "float":
@@ -82,7 +82,8 @@ class Param:
         """One line for tooltips and `dali-gallery ops`."""
         parts = [self.doc]
         if self.bounds is not None:
-            parts.append(f"bounds [{_fmt(self.bounds[0])}, {_fmt(self.bounds[1])}]{_unit(self.unit)}")
+            lo, hi = self.bounds
+            parts.append(f"bounds [{_fmt(lo)}, {_fmt(hi)}]{_unit(self.unit)}")
         if self.choices:
             parts.append("one of " + ", ".join(map(str, self.choices)))
         parts.append("per-sample (run time)" if self.runtime else "build time")

@@ -197,7 +197,8 @@ def load(source: Any, catalog: Catalog = CATALOG) -> Preset:
     """Load a preset from a dict, a JSON string, a path or a Preset; raise PresetError."""
     if isinstance(source, Preset):
         return load(source.to_dict(), catalog)
-    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+    is_json = isinstance(source, str) and source.lstrip().startswith("{")
+    if isinstance(source, Path) or (isinstance(source, str) and not is_json):
         path = Path(source)
         try:
             text = path.read_text(encoding="utf-8")

@@ -28,7 +28,8 @@ FULL = preset_dict(
 )
 ALLOWED_IMPORTS = {"argparse", "os", "numpy", "nvidia.dali", "nvidia.dali.auto_aug",
                    "nvidia.dali.auto_aug.core", "nvidia.dali.data_node"}
-TOP_LEVEL = {"_op_seed", "_vec", "_node", "_center", "_affine", "_perspective", "_const", "_bin",
+TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "vignette", "cutout_colour",
+             "_center", "_affine", "_perspective", "_const", "_bin",
              "augment", "finish", "flat_folder_files", "training_pipeline", "create_pipeline",
              "main"}
 

@@ -1,0 +1,292 @@
+"""``dali-gallery bench``: the engine and the exported pipeline against bare DALI, side by side.
+
+Every figure is a ratio against a hand-written DALI pipeline measured in the same run and
+interleaved with it (A, B, A, B...), so machine noise hits both sides alike.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SECTIONS = ("engine", "scrub", "memory", "export", "widget", "gallery")
+EXTRA: dict[str, Callable[..., dict[str, Any]]] = {}
+"""Sections contributed by upper layers (widgets, gallery) by name."""
+
+STANDARD_CHAIN = [
+    {"op": "rotate", "params": {"angle": {"uniform": [-15, 15]}, "keep_size": True}},
+    {"op": "brightness_contrast", "params": {"brightness": {"uniform": [0.8, 1.2]},
+                                             "contrast": {"uniform": [0.8, 1.2]}}},
+    {"op": "hsv", "params": {"hue": {"uniform": [-10, 10]}, "saturation": {"uniform": [0.8, 1.2]}}},
+    {"op": "gaussian_blur", "params": {"sigma": {"uniform": [0.1, 1.5]}}},
+    {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}},
+    {"op": "noise.gaussian", "params": {"stddev": 8.0}},
+]
+
+
+def standard_preset(seed: int = 42) -> Any:
+    from pipelines.preset import load
+
+    return load({"format": "dali-gallery/preset", "version": 1, "seed": seed,
+                 "steps": STANDARD_CHAIN})
+
+
+def bench_images(size: int, n: int = 8) -> list[np.ndarray]:
+    """n RGB images of size x size cut from the bundled samples (decoded by DALI)."""
+    from pipelines.engine import PreviewEngine
+
+    eng = PreviewEngine("cpu")
+    eng.set_images(Path(__file__).parent / "samples")
+    out = []
+    for i in range(n):
+        src = eng.images[i % len(eng.images)]
+        reps = (size // min(src.shape[:2])) + 1
+        big = np.tile(src, (reps, reps, 1))
+        out.append(np.ascontiguousarray(big[:size, :size]))
+    eng.close()
+    return out
+
+
+def _bare_pipeline(batch: int, device: str, threads: int) -> Any:
+    """The standard chain written by hand in plain DALI, fed images from external_source."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=batch, num_threads=threads, device_id=0 if device == "gpu" else None,
+                  seed=42, prefetch_queue_depth=1)
+    def bare():
+        x = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
+        if device == "gpu":
+            x = x.gpu()
+        x = fn.rotate(x, angle=fn.random.uniform(range=[-15, 15]), keep_size=True,
+                      fill_value=0.0)
+        x = fn.brightness_contrast(x, brightness=fn.random.uniform(range=[0.8, 1.2]),
+                                   contrast=fn.random.uniform(range=[0.8, 1.2]))
+        x = fn.hsv(x, hue=fn.random.uniform(range=[-10, 10]),
+                   saturation=fn.random.uniform(range=[0.8, 1.2]))
+        x = fn.gaussian_blur(x, sigma=fn.random.uniform(range=[0.1, 1.5]))
+        x = fn.flip(x, horizontal=fn.random.coin_flip(dtype=types.INT32))
+        return fn.noise.gaussian(x, stddev=8.0)
+
+    pipe = bare()
+    pipe.build()
+    return pipe
+
+
+def _to_host(out: Any, device: str) -> list[np.ndarray]:
+    tl = out.as_cpu() if device == "gpu" else out
+    return [np.array(tl[i]) for i in range(len(tl))]
+
+
+def _median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+def _p95_ms(samples: list[float]) -> float:
+    s = sorted(samples)
+    return round(s[min(len(s) - 1, int(0.95 * len(s)))] * 1000, 2)
+
+
+def bench_engine(device: str, quick: bool) -> dict[str, Any]:
+    """Median ms per render: engine vs the bare pipeline, 8 images at 256^2 and 512^2."""
+    from pipelines.engine import PreviewEngine
+
+    reps = 5 if quick else 25
+    threads = os.cpu_count() or 2
+    preset = standard_preset()
+    result = {}
+    for size in (256, 512):
+        imgs = bench_images(size)
+        eng = PreviewEngine(device, num_threads=threads)
+        eng.set_arrays(imgs)
+        bare = _bare_pipeline(len(imgs), device, threads)
+        eng.render(preset)
+        _to_host(bare.run(images=imgs)[0], device)
+        e_t, b_t = [], []
+        for _ in range(reps):
+            t = time.perf_counter()
+            eng.render(preset)
+            e_t.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            _to_host(bare.run(images=imgs)[0], device)
+            b_t.append(time.perf_counter() - t)
+        e, b = _median_ms(e_t), _median_ms(b_t)
+        result[f"{size}x{size}"] = {"engine_ms": e, "bare_dali_ms": b,
+                                    "ratio": round(e / b, 3), "engine_p95_ms": _p95_ms(e_t)}
+        eng.close()
+        del bare
+    return result
+
+
+def bench_scrub(device: str, quick: bool) -> dict[str, Any]:
+    """A 50-step drag of a run-time slider (rotate angle) and of the probability slider: how
+    many pipeline builds it causes (the first render builds once)."""
+    from pipelines.engine import PreviewEngine
+
+    preset = standard_preset()
+    preset.steps[0].params["angle"] = 0.0
+    preset.steps[0].probability = 0.5
+    eng = PreviewEngine(device)
+    eng.set_arrays(bench_images(256))
+    eng.render(preset)
+    before = eng.builds
+    times = []
+    for k in range(50):
+        preset.steps[0].params["angle"] = -45.0 + 90.0 * k / 49
+        preset.steps[0].probability = 0.1 + 0.8 * k / 49
+        t = time.perf_counter()
+        eng.render(preset)
+        times.append(time.perf_counter() - t)
+    builds = eng.builds - before
+    eng.close()
+    return {"steps": 50, "builds": builds, "median_ms": _median_ms(times),
+            "p95_ms": _p95_ms(times)}
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2**20
+
+
+def bench_memory(device: str, quick: bool) -> dict[str, Any]:
+    """RSS growth over many renders with parameter changes (after a warm-up of 50)."""
+    from pipelines.engine import PreviewEngine
+
+    n = 200 if quick else 1000
+    preset = standard_preset()
+    preset.steps[0].params["angle"] = 0.0
+    eng = PreviewEngine(device)
+    eng.set_arrays(bench_images(128))
+    for k in range(50):
+        preset.steps[0].params["angle"] = float(k % 90)
+        eng.render(preset)
+    gc.collect()
+    start = _rss_mb()
+    for k in range(n):
+        preset.steps[0].params["angle"] = float(k % 90)
+        eng.render(preset)
+    gc.collect()
+    end = _rss_mb()
+    eng.close()
+    return {"renders": n, "rss_start_mb": round(start, 1), "rss_end_mb": round(end, 1),
+            "growth_mb": round(end - start, 1)}
+
+
+def _write_dataset(folder: Path, n: int, size: int) -> None:
+    from PIL import Image
+
+    for i, img in enumerate(bench_images(size, n)):
+        Image.fromarray(img).save(folder / f"img_{i:04d}.jpg", quality=90)
+
+
+def bench_export(device: str, quick: bool) -> dict[str, Any]:
+    """Exported training pipeline vs a hand-written one (reader + decoder + same chain):
+    images/s over the same folder, interleaved epochs."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    from pipelines.export import export_code
+
+    batch, n = 32, (64 if quick else 256)
+    threads = os.cpu_count() or 2
+    device_id = 0 if device == "gpu" else None
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "data").mkdir()
+        _write_dataset(root / "data", n, 256)
+        mod_path = root / "exported_bench.py"
+        mod_path.write_text(export_code(standard_preset()))
+        sys.path.insert(0, tmp)
+        try:
+            import exported_bench  # type: ignore[import-not-found]
+
+            exported = exported_bench.create_pipeline(str(root / "data"), batch,
+                                                      num_threads=threads, device_id=device_id)
+        finally:
+            sys.path.remove(tmp)
+        files = exported_bench.flat_folder_files(str(root / "data"))
+        dec = "mixed" if device == "gpu" else "cpu"
+
+        @pipeline_def(batch_size=batch, num_threads=threads, device_id=device_id, seed=42)
+        def hand():
+            jpegs, labels = fn.readers.file(file_root=str(root / "data"), files=files,
+                                            random_shuffle=True, dont_use_mmap=True)
+            x = fn.decoders.image(jpegs, device=dec, output_type=types.RGB)
+            x = fn.rotate(x, angle=fn.random.uniform(range=[-15, 15]), keep_size=True,
+                          fill_value=0.0)
+            x = fn.brightness_contrast(x, brightness=fn.random.uniform(range=[0.8, 1.2]),
+                                       contrast=fn.random.uniform(range=[0.8, 1.2]))
+            x = fn.hsv(x, hue=fn.random.uniform(range=[-10, 10]),
+                       saturation=fn.random.uniform(range=[0.8, 1.2]))
+            x = fn.gaussian_blur(x, sigma=fn.random.uniform(range=[0.1, 1.5]))
+            x = fn.flip(x, horizontal=fn.random.coin_flip(dtype=types.INT32))
+            return fn.noise.gaussian(x, stddev=8.0), labels
+
+        handmade = hand()
+        exported.build()
+        handmade.build()
+        iters = n // batch
+        rates: dict[str, list[float]] = {"exported": [], "hand_written": []}
+        for _ in range(2 if quick else 4):
+            for name, pipe in (("exported", exported), ("hand_written", handmade)):
+                t = time.perf_counter()
+                for _ in range(iters):
+                    out = pipe.run()
+                    if device == "gpu":
+                        out[0].as_cpu()
+                rates[name].append(iters * batch / (time.perf_counter() - t))
+        del exported, handmade
+        e = statistics.median(rates["exported"][1:] or rates["exported"])
+        h = statistics.median(rates["hand_written"][1:] or rates["hand_written"])
+        return {"images": n, "batch": batch, "image_size": "256x256",
+                "exported_images_per_s": round(e, 1), "hand_written_images_per_s": round(h, 1),
+                "ratio": round(e / h, 3)}
+
+
+BUILTIN = {"engine": bench_engine, "scrub": bench_scrub, "memory": bench_memory,
+           "export": bench_export}
+
+
+def _load_extra() -> None:
+    """Upper layers register their sections on import (widgets latency, gallery render)."""
+    for module in ("widgets.bench", "gallery.gallery_bench"):
+        try:
+            __import__(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+
+
+def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,
+              only: list[str] | None = None) -> int:
+    from pipelines.device import resolve
+
+    _load_extra()
+    dev = resolve(device)
+    sections = only or [s for s in SECTIONS if s in BUILTIN or s in EXTRA]
+    report: dict[str, Any] = {"device": dev, "cpu_cores": os.cpu_count(),
+                              "date": time.strftime("%Y-%m-%d"), "quick": quick}
+    for name in sections:
+        fn_ = BUILTIN.get(name) or EXTRA.get(name)
+        if fn_ is None:
+            print(f"unknown bench section {name!r}; choose from {', '.join(SECTIONS)}",
+                  file=sys.stderr)
+            return 2
+        t = time.perf_counter()
+        report[name] = fn_(dev, quick)
+        report[name]["section_s"] = round(time.perf_counter() - t, 1)
+        if not as_json:
+            print(f"{name}: {json.dumps(report[name])}", flush=True)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    return 0

@@ -1,0 +1,211 @@
+"""``dali-gallery``: the catalog, export, render, bench, check-images and serve commands.
+
+Bad input (a missing file, an invalid preset, an unknown operator) prints one paragraph and
+exits with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one paragraph, exit code 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        _paragraph(str(e))
+        return EXIT_BAD_INPUT
+    except Exception as e:  # noqa: BLE001 - classified below: user errors vs bugs
+        from pipelines.engine import StepError
+        from pipelines.preset import PresetError
+
+        if isinstance(e, (PresetError, StepError, FileNotFoundError, ValueError)):
+            _paragraph(f"{type(e).__name__}: {e}")
+            return EXIT_BAD_INPUT
+        raise
+
+
+def _paragraph(text: str) -> None:
+    lines = [textwrap.fill(line, 100) if len(line) > 100 else line for line in text.splitlines()]
+    print("dali-gallery: " + "\n".join(lines), file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dali-gallery", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ops = sub.add_parser("ops", help="list the operator catalog")
+    ops.add_argument("--json", action="store_true", help="machine-readable output")
+    ops.add_argument("--category", help="only this category")
+    ops.set_defaults(func=cmd_ops)
+
+    exp = sub.add_parser("export", help="export a preset as a standalone DALI training module")
+    exp.add_argument("preset", help="preset JSON file")
+    exp.add_argument("-o", "--output", required=True, help="the .py file to write")
+    exp.set_defaults(func=cmd_export)
+
+    ren = sub.add_parser("render", help="render the preview grid of a preset")
+    ren.add_argument("preset", help="preset JSON file")
+    ren.add_argument("--images", required=True, help="folder of images (or one image file)")
+    ren.add_argument("--batch-size", type=int, default=None,
+                     help="number of images (default: all, at most 16)")
+    ren.add_argument("--draws", type=int, default=3, help="independent draws per image")
+    ren.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    ren.add_argument("--seed", type=int, default=None, help="override the preset's seed")
+    ren.add_argument("--size", type=int, default=None,
+                     help="downscale images so the longer side is at most this (preview only; "
+                          "omit for a first draw identical to the exported pipeline)")
+    ren.add_argument("--tail", action="store_true", help="apply the preset's training tail")
+    ren.add_argument("--out", required=True, help="grid image (.png or .jpg)")
+    ren.add_argument("--npz", help="also write the first draw as .npz (export script layout)")
+    ren.add_argument("--json", dest="records", help="also write per-sample records as JSON")
+    ren.set_defaults(func=cmd_render)
+
+    chk = sub.add_parser("check-images", help="find files the training pipeline cannot decode")
+    chk.add_argument("folder")
+    chk.set_defaults(func=cmd_check_images)
+
+    ben = sub.add_parser("bench", help="measure the preview engine and the exported pipeline")
+    ben.add_argument("--device", choices=["auto", "cpu", "gpu"], default="cpu")
+    ben.add_argument("--json", action="store_true")
+    ben.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    ben.add_argument("--only", default=None,
+                     help="comma-separated sections: engine,scrub,memory,export,widget,gallery")
+    ben.set_defaults(func=cmd_bench)
+
+    srv = sub.add_parser("serve", help="serve the gallery app with Voila")
+    from gallery.serve import main_args
+
+    main_args(srv)
+    srv.set_defaults(func=cmd_serve)
+    return p
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from pipelines.catalog import CATALOG, CATEGORIES
+    from pipelines.device import gpu_count
+
+    has_gpu = gpu_count() > 0
+    ops = [op for op in CATALOG.values() if not args.category or op.category == args.category]
+    if args.category and args.category not in CATEGORIES:
+        raise UsageError(f"unknown category {args.category!r}; choose from {', '.join(CATEGORIES)}")
+    if args.json:
+        data = []
+        for op in ops:
+            d = op.to_json()
+            d["available_here"] = "gpu" in op.devices if has_gpu else op.cpu
+            data.append(d)
+        print(json.dumps({"gpu_present": has_gpu, "operators": data}, indent=2))
+        return 0
+    for cat in CATEGORIES:
+        group = [op for op in ops if op.category == cat]
+        if not group:
+            continue
+        print(f"\n== {cat} ==")
+        for op in group:
+            devices = "/".join(d.upper() for d in sorted(op.devices))
+            note = "" if op.cpu or has_gpu else "  [unavailable here: needs a GPU]"
+            print(f"{op.name:34} {devices:8} {op.doc}{note}")
+            for p in op.params:
+                rng = ""
+                if p.bounds:
+                    rng = f"[{p.bounds[0]:g}, {p.bounds[1]:g}] slider [{p.slider[0]:g}, " \
+                          f"{p.slider[1]:g}]"
+                elif p.choices:
+                    rng = "|".join(map(str, p.choices))
+                when = "run time" if p.runtime else "build time"
+                print(f"    {p.name:22} {p.kind:5} default {p.default!s:10} {rng} {p.unit} "
+                      f"({when})")
+    return 0
+
+
+def _load_preset(path: str):
+    from pipelines.preset import load
+
+    if not Path(path).is_file():
+        raise UsageError(f"preset file {path!r} does not exist")
+    return load(Path(path))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pipelines.export import export_code
+
+    code = export_code(_load_preset(args.preset))
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise UsageError(f"cannot write {args.output!r}: folder {str(out.parent)!r} does not exist")
+    out.write_text(code, encoding="utf-8")
+    print(f"wrote {out} ({len(code.splitlines())} lines)")
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from pipelines.engine import PreviewEngine
+    from pipelines.grid import grid_image, save_npz
+
+    preset = _load_preset(args.preset)
+    if args.seed is not None:
+        if not 0 <= args.seed < 2**31:
+            raise UsageError(f"--seed {args.seed} is not allowed; expected [0, 2147483647]")
+        preset.seed = args.seed
+    src = Path(args.images)
+    if not src.exists():
+        raise UsageError(f"--images {args.images!r} does not exist")
+    engine = PreviewEngine(args.device)
+    problems = engine.set_images(src, max_side=args.size)
+    for p in problems:
+        print(f"skipped {p.name}: {p.reason}", file=sys.stderr)
+    n = len(engine.images)
+    if n == 0:
+        raise UsageError(f"no usable images in {args.images!r}")
+    limit = args.batch_size or min(n, 16)
+    if limit < 1:
+        raise UsageError("--batch-size must be at least 1")
+    engine.set_arrays(engine.images[:limit], engine.names[:limit])
+    render = engine.render(preset, draws=args.draws, tail=args.tail)
+    grid_image(render, engine.images, preset).save(args.out)
+    if args.npz:
+        save_npz(args.npz, render.first_draw())
+    if args.records:
+        Path(args.records).write_text(json.dumps(
+            {"names": engine.names, "records": [r.to_dict() for r in render.records]}, indent=1))
+    print(f"rendered {render.n_images} images x {render.draws} draws on {render.device} in "
+          f"{render.ms:.0f} ms -> {args.out}")
+    engine.close()
+    return 0
+
+
+def cmd_check_images(args: argparse.Namespace) -> int:
+    from pipelines.dataset_check import run_check
+
+    return run_check(args.folder)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gallery.bench import run_bench
+
+    return run_bench(device=args.device, as_json=args.json, quick=args.quick,
+                     only=args.only.split(",") if args.only else None)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gallery.serve import run_from_args
+
+    return run_from_args(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Lay out a render as a grid image and as an .npz batch (the exported script's layout).
+
+The pixels come from the DALI render; this module only places tiles side by side and writes
+labels, so a PNG of the grid can be shared or attached to an issue.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .engine import Render
+from .preset import Preset
+
+LABEL_H = 14
+
+
+def fired_label(render: Render, preset: Preset, image: int, draw: int) -> str:
+    """Short names of the steps that fired on one tile (``-`` when none did)."""
+    rec = render.record(image, draw)
+    names = []
+    for i, step in preset.active_steps():
+        if rec.fired.get(i, True):
+            names.append(step.op.split(".")[-1])
+    return ", ".join(names) or "-"
+
+
+def to_display(img: np.ndarray) -> np.ndarray:
+    """An HWC uint8 view of a sample (the training tail may give CHW floats)."""
+    a = img
+    if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[2] not in (1, 3):
+        a = np.transpose(a, (1, 2, 0))
+    if a.dtype != np.uint8:
+        lo, hi = float(a.min()), float(a.max())
+        a = ((a - lo) / (hi - lo + 1e-12) * 255).astype(np.uint8)
+    if a.shape[2] == 1:
+        a = np.repeat(a, 3, axis=2)
+    return a
+
+
+def grid_image(render: Render, originals: list[np.ndarray], preset: Preset,
+               tile: int = 192) -> Image.Image:
+    """Rows are images; the first column is the original, then one column per draw."""
+    cols = render.draws + 1
+    rows = render.n_images
+    sheet = Image.new("RGB", (cols * tile, rows * (tile + LABEL_H)), (32, 32, 32))
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default()
+    for i in range(rows):
+        y = i * (tile + LABEL_H)
+        cells = [(originals[i], "original")]
+        cells += [(render.tile(i, d), fired_label(render, preset, i, d))
+                  for d in range(render.draws)]
+        for c, (img, label) in enumerate(cells):
+            pic = Image.fromarray(to_display(img))
+            pic.thumbnail((tile, tile))
+            x = c * tile
+            sheet.paste(pic, (x + (tile - pic.width) // 2, y + LABEL_H + (tile - pic.height) // 2))
+            draw.text((x + 3, y + 1), label[: tile // 6], fill=(230, 230, 230), font=font)
+    return sheet
+
+
+def save_npz(path: str | Path, images: list[np.ndarray], labels: list[int] | None = None) -> None:
+    """The exported script's --out layout: image_0000, image_0001, ... and labels."""
+    arrays = {f"image_{i:04d}": img for i, img in enumerate(images)}
+    arrays["labels"] = np.array(labels if labels is not None else range(len(images)),
+                                dtype=np.int32)
+    np.savez(path, **arrays)
