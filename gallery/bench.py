@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-SECTIONS = ("engine", "scrub", "memory", "export", "widget", "gallery")
+SECTIONS = ("engine", "encode", "scrub", "memory", "export", "torchvision", "widget", "gallery")
 EXTRA: dict[str, Callable[..., dict[str, Any]]] = {}
 """Sections contributed by upper layers (widgets, gallery) by name."""
 
@@ -253,8 +253,98 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
                 "ratio": round(e / h, 3)}
 
 
-BUILTIN = {"engine": bench_engine, "scrub": bench_scrub, "memory": bench_memory,
-           "export": bench_export}
+def bench_encode(device: str, quick: bool) -> dict[str, Any]:
+    """Render + the JPEG bytes a preview displays (GPU: nvImageCodec from device memory)."""
+    from pipelines.engine import PreviewEngine
+
+    reps = 5 if quick else 25
+    preset = standard_preset()
+    eng = PreviewEngine(device)
+    eng.set_arrays(bench_images(256))
+    eng.render(preset, encode="jpeg")
+    total, enc, plain = [], [], []
+    for _ in range(reps):
+        t = time.perf_counter()
+        r = eng.render(preset, encode="jpeg")
+        total.append(time.perf_counter() - t)
+        enc.append(r.encode_ms / 1000)
+        t = time.perf_counter()
+        eng.render(preset)
+        plain.append(time.perf_counter() - t)
+    eng.close()
+    return {"images": "8x256x256", "render_ms": _median_ms(plain),
+            "render_plus_jpeg_ms": _median_ms(total), "jpeg_encode_ms": _median_ms(enc)}
+
+
+def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
+    """The exported DALI pipeline against torchvision.transforms.v2 + DataLoader workers on an
+    equivalent chain over the same JPEG folder (images/s)."""
+    try:
+        import torch
+        import torchvision
+        from torchvision.transforms import v2
+    except ImportError as e:
+        return {"skipped": f"torchvision is not installed ({e.name})"}
+    from pipelines.export import export_code
+
+    batch, n = 64, (256 if quick else 1024)
+    workers = min(16, os.cpu_count() or 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        root.mkdir()
+        _write_dataset(root, n, 256)
+        files = sorted(root.iterdir())
+        mod = Path(tmp) / "exported_tv.py"
+        mod.write_text(export_code(standard_preset()))
+        sys.path.insert(0, tmp)
+        try:
+            import exported_tv  # type: ignore[import-not-found]
+        finally:
+            sys.path.remove(tmp)
+        pipe = exported_tv.create_pipeline(str(root), batch, num_threads=workers,
+                                           device_id=0 if device == "gpu" else None)
+        pipe.build()
+        pipe.run()
+        iters = n // batch
+        t = time.perf_counter()
+        for _ in range(iters):
+            out = pipe.run()
+            if device == "gpu":
+                out[0].as_cpu()
+        dali_rate = iters * batch / (time.perf_counter() - t)
+        del pipe
+
+        chain = v2.Compose([
+            v2.RandomRotation(15),
+            v2.ColorJitter(brightness=0.2, contrast=0.2, saturation=0.2, hue=10 / 360),
+            v2.GaussianBlur(5, sigma=(0.1, 1.5)),
+            v2.RandomHorizontalFlip(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.GaussianNoise(sigma=8 / 255),
+        ])
+
+        class Folder(torch.utils.data.Dataset):
+            def __len__(self) -> int:
+                return len(files)
+
+            def __getitem__(self, i: int) -> Any:
+                data = torchvision.io.read_file(str(files[i]))
+                return chain(torchvision.io.decode_jpeg(data))
+
+        loader = torch.utils.data.DataLoader(Folder(), batch_size=batch, num_workers=workers)
+        for _ in loader:  # warm-up epoch (worker start-up)
+            break
+        t = time.perf_counter()
+        count = sum(len(b) for b in loader)
+        tv_rate = count / (time.perf_counter() - t)
+        return {"images": n, "batch": batch, "workers": workers,
+                "dali_exported_images_per_s": round(dali_rate, 1),
+                "torchvision_v2_images_per_s": round(tv_rate, 1),
+                "dali_over_torchvision": round(dali_rate / tv_rate, 2)}
+
+
+BUILTIN = {"engine": bench_engine, "encode": bench_encode, "scrub": bench_scrub,
+           "memory": bench_memory, "export": bench_export, "torchvision": bench_torchvision}
 
 
 def _load_extra() -> None:

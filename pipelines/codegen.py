@@ -133,7 +133,9 @@ def _record_var(r: Record) -> str:
 
 
 def _step_lines(i: int, step: Step, spec: OpSpec, mode: Mode, chain: Chain) -> list[str]:
-    p_note = "" if step.probability >= 1 else f", p={step.probability:g}"
+    # the preview's source is its structure key: a fed probability must not appear in it
+    p_note = "" if step.probability >= 1 else (
+        f", p={step.probability:g}" if mode == "export" else ", random")
     lines = [_comment(f"# step {i}: {spec.name}{p_note}: {spec.doc}")]
     args: dict[str, str] = {}
     for k, p in enumerate(spec.params, start=1):

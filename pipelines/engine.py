@@ -78,6 +78,8 @@ class Render:
     device: Device
     built: bool
     ms: float
+    encoded: list[bytes] | None = None
+    encode_ms: float = 0.0
 
     def tile(self, image: int, draw: int) -> np.ndarray:
         return self.images[draw * self.n_images + image]
@@ -152,9 +154,12 @@ class PreviewEngine:
     # ---- rendering ----------------------------------------------------------------------------
 
     def render(self, preset: Preset | dict | str, draws: int = 1, *, tail: bool = False,
-               images: Sequence[int] | None = None,
-               _override: dict[str, np.ndarray] | None = None) -> Render:
-        """Render ``draws`` independent draws of every image (or of the chosen ones)."""
+               images: Sequence[int] | None = None, encode: str | None = None,
+               quality: int = 85, _override: dict[str, np.ndarray] | None = None) -> Render:
+        """Render ``draws`` independent draws of every image (or of the chosen ones).
+
+        ``encode="jpeg"`` (or ``"png"``) also returns each tile as encoded bytes for display:
+        on the GPU nvImageCodec encodes straight from device memory (no host round trip)."""
         preset = preset if isinstance(preset, Preset) else load(preset, self.catalog)
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
         if not arrays:
@@ -182,13 +187,17 @@ class PreviewEngine:
                 built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
             outputs = built.pipe.run(**feeds)
             result = self._collect(outputs, built.chain, n, draws)
+            t_enc = time.perf_counter()
+            encoded = _encode(outputs[0], result[0], encode, quality) if encode else None
+            encode_ms = (time.perf_counter() - t_enc) * 1000
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
             self._discard(built)
             raise self._step_error(e, built, preset) from e
         self.renders += 1
         ms = (time.perf_counter() - t0) * 1000
         images_out, records = result
-        return Render(images_out, records, n, draws, self.device, was_built, ms)
+        return Render(images_out, records, n, draws, self.device, was_built, ms, encoded,
+                      encode_ms)
 
     def render_sweep(self, step: Step, param: str, values: Sequence[Any], *, seed: int = 42,
                      images: Sequence[int] | None = None) -> Render:
@@ -323,6 +332,58 @@ class PreviewEngine:
             step = _line_to_step(built.step_of_line, int(m.group(1)))
         op = preset.steps[step].op if step is not None else None
         return StepError(_clean(text), step, op)
+
+
+def _encode(raw: Any, arrays: list[np.ndarray], fmt: str, quality: int) -> list[bytes]:
+    """Display bytes of each tile: nvImageCodec on GPU outputs, Pillow on host arrays."""
+    if fmt not in ("jpeg", "png"):
+        raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
+    from nvidia.dali.backend import TensorListGPU
+
+    hwc_uint8 = bool(arrays) and arrays[0].ndim == 3 and arrays[0].shape[-1] == 3 \
+        and arrays[0].dtype == np.uint8
+    if isinstance(raw, TensorListGPU) and hwc_uint8 and _nvimgcodec() is not None:
+        nvimgcodec = _nvimgcodec()
+        imgs = [nvimgcodec.as_image(raw[j]) for j in range(len(raw))]
+        params = nvimgcodec.EncodeParams(quality_value=quality) if fmt == "jpeg" else None
+        out = _encoder().encode(imgs, fmt, params=params)
+        if all(o is not None for o in out):
+            return [bytes(o) for o in out]
+    from io import BytesIO
+
+    from PIL import Image
+
+    from .grid import to_display
+
+    result = []
+    for a in arrays:
+        buf = BytesIO()
+        img = Image.fromarray(to_display(a))
+        if fmt == "jpeg":
+            img.save(buf, "JPEG", quality=quality)
+        else:
+            img.save(buf, "PNG", compress_level=1)
+        result.append(buf.getvalue())
+    return result
+
+
+_CODEC: dict[str, Any] = {}
+
+
+def _nvimgcodec() -> Any:
+    if "module" not in _CODEC:
+        try:
+            from nvidia import nvimgcodec
+        except ImportError:
+            nvimgcodec = None
+        _CODEC["module"] = nvimgcodec
+    return _CODEC["module"]
+
+
+def _encoder() -> Any:
+    if "encoder" not in _CODEC:
+        _CODEC["encoder"] = _nvimgcodec().Encoder()
+    return _CODEC["encoder"]
 
 
 def _stack_renders(parts: list[Render]) -> Render:

@@ -126,15 +126,16 @@ INTERP_CODES = {
 }
 
 
-def interp(default: str = "linear", runtime: bool = False) -> Param:
-    """The interpolation enum of geometric operators."""
+def interp(default: str = "linear", runtime: bool = False, cubic: bool = False) -> Param:
+    """The interpolation enum of geometric operators (DALI's warps take only nn and linear)."""
+    choices = tuple(INTERP_CODES) if cubic else ("linear", "nn")
     return Param(
         "interp_type",
         "enum",
         default,
         "Interpolation used when resampling",
-        choices=tuple(INTERP_CODES),
-        codes=INTERP_CODES,
+        choices=choices,
+        codes={c: INTERP_CODES[c] for c in choices},
         runtime=runtime,
         dali_arg="interp_type",
     )

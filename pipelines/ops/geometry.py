@@ -91,7 +91,7 @@ OPS = [
                   dali_arg="resize_shorter", random_default=(160, 288), **_SIZE),
             Param("antialias", "bool", True, "Low-pass filter when downscaling",
                   dali_arg="antialias"),
-            interp(runtime=False),
+            interp(runtime=False, cubic=True),
         ),
         magnitude="resize_shorter",
         schema="Resize",

@@ -1,0 +1,152 @@
+"""pipelines.dataset_check: every bad file of a training folder, found with the training reader."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipelines.dataset_check import DatasetRootError, check_dataset, format_report, run_check
+from pipelines.images import ImageProblem, reader_order
+from tests.corpus import BAD_DIR, GOOD_DIR, CorpusEntry, _jpeg, _pattern, dataset_root, png_bomb
+
+DATASET_BAD = ["truncated", "corrupt_scan", "bad_header", "text_as_jpg", "zero_bytes",
+               "symlink_loop"]
+
+
+def _copy_good(corpus: dict[str, CorpusEntry], dest: Path) -> Path:
+    shutil.copytree(dataset_root(corpus) / GOOD_DIR, dest / GOOD_DIR)
+    return dest
+
+
+def test_corpus_dataset(corpus: dict[str, CorpusEntry]) -> None:
+    root = dataset_root(corpus)
+    checked, problems = check_dataset(root)
+    assert checked == len(reader_order(root))
+    reasons = {p.name: p.reason for p in problems}
+    assert set(reasons) == {corpus[k].path.relative_to(root).as_posix() for k in DATASET_BAD}
+    for key in DATASET_BAD:
+        assert corpus[key].expect in reasons[corpus[key].path.relative_to(root).as_posix()]
+    # Reported in reader order.
+    order = [p.relative_to(root).as_posix() for p in reader_order(root)]
+    assert [p.name for p in problems] == sorted(reasons, key=order.index)
+
+
+def test_clean_dataset(corpus: dict[str, CorpusEntry], tmp_path: Path) -> None:
+    root = _copy_good(corpus, tmp_path)
+    checked, problems = check_dataset(root)
+    assert checked == len(list((root / GOOD_DIR).iterdir())) and problems == []
+    out = io.StringIO()
+    assert run_check(root, out=out) == 0
+    assert "all decode cleanly" in out.getvalue()
+
+
+def test_continues_after_every_reader_error(corpus: dict[str, CorpusEntry], tmp_path: Path) -> None:
+    """Reader errors poison the pipeline and come early (read-ahead): later files still count."""
+    good = corpus["good_jpeg"].path.read_bytes()
+    garbage = corpus["corrupt_scan"].path.read_bytes()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "00_good.jpg").write_bytes(good)
+    os.symlink("01_loop.jpg", a / "01_loop.jpg")
+    (a / "02_good.jpg").write_bytes(good)
+    os.symlink("nowhere.jpg", a / "03_broken.jpg")
+    (a / "04_garbage.jpg").write_bytes(garbage)
+    (a / "05_empty.jpg").write_bytes(b"")
+    os.symlink(".", a / "06_dir_link.jpg")  # a symlink (d_type LNK) to a folder: read, fails
+    (a / "07_good.jpg").write_bytes(good)
+    (b / "x_bad_header.jpg").write_bytes(corpus["bad_header"].path.read_bytes())
+    os.symlink("y_loop.jpg", b / "y_loop.jpg")
+    (b / "z_garbage.jpg").write_bytes(garbage)
+    checked, problems = check_dataset(tmp_path)
+    assert checked == 11
+    assert [(p.name, p.reason.split(" (")[0]) for p in problems] == [
+        ("a/01_loop.jpg", "symbolic link loop"),
+        ("a/03_broken.jpg", "broken symbolic link"),
+        ("a/04_garbage.jpg", "corrupt JPEG data, decodes to garbage"),
+        ("a/05_empty.jpg", "empty file"),
+        ("a/06_dir_link.jpg", "not a regular file"),
+        ("b/x_bad_header.jpg", "cannot be decoded"),
+        ("b/y_loop.jpg", "symbolic link loop"),
+        ("b/z_garbage.jpg", "corrupt JPEG data, decodes to garbage"),
+    ]
+
+
+def test_ignored_and_blocking_entries(corpus: dict[str, CorpusEntry], tmp_path: Path) -> None:
+    root = _copy_good(corpus, tmp_path)
+    (root / "stray.jpg").write_bytes(corpus["good_jpeg"].path.read_bytes())
+    (root / "README.md").write_text("not an image, not a problem")
+    nested = root / GOOD_DIR / "more"
+    nested.mkdir()
+    (nested / "n.jpg").write_bytes(corpus["good_jpeg"].path.read_bytes())
+    os.symlink("toploop", root / "toploop")  # readers.file cannot even be built with this
+    (root / BAD_DIR).mkdir()
+    (root / BAD_DIR / "garbage.jpg").write_bytes(corpus["corrupt_scan"].path.read_bytes())
+    checked, problems = check_dataset(root)
+    assert checked == len(list((root / GOOD_DIR).glob("*.*"))) + 1
+    reasons = {p.name: p.reason for p in problems}
+    assert set(reasons) == {"toploop", "stray.jpg", "good/more/", "bad/garbage.jpg"}
+    assert "readers.file fails on it" in reasons["toploop"]
+    assert "ignores" in reasons["stray.jpg"] and "ignores" in reasons["good/more/"]
+    assert "garbage" in reasons["bad/garbage.jpg"]
+
+
+def test_decompression_bomb_is_not_decoded(corpus: dict[str, CorpusEntry], tmp_path: Path) -> None:
+    root = _copy_good(corpus, tmp_path)
+    (root / "bombs").mkdir()
+    (root / "bombs" / "bomb.png").write_bytes(png_bomb())
+    checked, problems = check_dataset(root)
+    assert [p.name for p in problems] == ["bombs/bomb.png"]
+    assert problems[0].reason.startswith("too large (30000x30000, 900 MP")
+
+
+def test_non_ascii_and_odd_names(tmp_path: Path) -> None:
+    good = _jpeg(_pattern(20, 10))
+    for rel in ["żółw/café.jpg", "a b/x y.JPG", "a.b/%2e%2e.jpg", "A/.jpg"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(good)
+    (tmp_path / "żółw" / "źle.jpg").write_bytes(b"not an image")
+    checked, problems = check_dataset(tmp_path)
+    assert checked == 5
+    assert [p.name for p in problems] == ["żółw/źle.jpg"]
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "empty", "flat"])
+def test_run_check_cannot_check(corpus: dict[str, CorpusEntry], tmp_path: Path, kind: str) -> None:
+    target = {
+        "missing": tmp_path / "nope",
+        "file": corpus["good_jpeg"].path,
+        "empty": corpus["empty_folder"].path,
+        "flat": dataset_root(corpus) / GOOD_DIR,  # images directly inside: nothing for the reader
+    }[kind]
+    out = io.StringIO()
+    assert run_check(target, out=out) == 2
+    text = out.getvalue()
+    assert text.startswith("Cannot check images:") and "Traceback" not in text
+    assert text.count("\n") == 1  # one paragraph
+    with pytest.raises(DatasetRootError):
+        check_dataset(target)
+    if kind == "flat":
+        assert "directly inside it" in text
+
+
+def test_run_check_problems(corpus: dict[str, CorpusEntry]) -> None:
+    out = io.StringIO()
+    assert run_check(dataset_root(corpus), out=out) == 1
+    text = out.getvalue()
+    assert "6 problems" in text and "bad/truncated.jpg: cannot be decoded" in text
+
+
+def test_format_report() -> None:
+    assert format_report(1, []) == (
+        "Checked 1 file with DALI's readers.file + decoders.image: all decode cleanly."
+    )
+    text = format_report(3, [ImageProblem("a/b.jpg", "cannot be decoded (x)")])
+    assert text.splitlines()[:2] == [
+        "Checked 3 files with DALI's readers.file + decoders.image: 1 problem.",
+        "  a/b.jpg: cannot be decoded (x)",
+    ]
