@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -84,6 +85,21 @@ def _named_file(text: str, root: Path, pending: list[str]) -> str | None:
     return None
 
 
+def _unreadable(root: Path, rels: list[str]) -> str:
+    """The first of ``rels`` Python cannot read either (used when DALI names no file)."""
+    for rel in rels[:16]:  # the reader reads only a few samples ahead
+        try:
+            fd = _open_regular(root / rel)
+        except OSError:
+            return rel
+        if fd is None:
+            return rel
+        with os.fdopen(fd, "rb") as f:
+            if not f.read(1):
+                return rel
+    return rels[0]
+
+
 def _read_reason(path: Path, err: BaseException) -> str:
     """Why the reader could not read ``path``: from the file system first, else DALI's text."""
     try:
@@ -111,28 +127,46 @@ def _decode_reason(path: Path, err: BaseException, stderr_text: str) -> str:
     return decode_failure_reason(err, stderr_text)
 
 
-def _pixel_problems(root: Path, files: list[str]) -> dict[str, str]:
-    """Files whose header claims more than MAX_PIXELS: decoding them could exhaust memory."""
+def _open_regular(path: Path) -> int | None:
+    """An fd for ``path`` if it is a regular file; never blocks on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _pre_problems(root: Path, files: list[str], max_pixels: int) -> dict[str, str]:
+    """Files the reader must not get: not regular files (a link to a FIFO would hang it) and
+    headers claiming more than ``max_pixels`` (decoding them could exhaust memory)."""
     found: dict[str, str] = {}
     for rel in files:
         try:
-            with open(root / rel, "rb") as f:
-                head = f.read(256 * 1024)
+            if not stat.S_ISREG(os.stat(root / rel).st_mode):
+                found[rel] = "not a regular file"
+                continue
+            fd = _open_regular(root / rel)
         except OSError:
-            continue  # the reader reports it
+            continue  # missing, looping, unreadable: the reader reports it
+        if fd is None:
+            found[rel] = "not a regular file"
+            continue
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(256 * 1024)
         size = header_size(head)
-        if size is not None and size[0] * size[1] > MAX_PIXELS:
-            found[rel] = pixel_limit_reason(*size, MAX_PIXELS) + ", not decoded"
+        if size is not None and size[0] * size[1] > max_pixels:
+            found[rel] = pixel_limit_reason(*size, max_pixels) + ", not decoded"
     return found
 
 
 def check_dataset(
-    root: str | Path, *, num_threads: int = 2
+    root: str | Path, *, num_threads: int = 2, max_pixels: int = MAX_PIXELS
 ) -> tuple[int, list[ImageProblem]]:
     """Reads and decodes every file ``readers.file(file_root=root)`` would train on.
 
     Returns (files checked, problems). Problems name files relative to ``root``: files that
-    cannot be read or decoded, JPEGs that decode to garbage, images over the pixel limit, entries
+    cannot be read or decoded, JPEGs that decode to garbage, images over the pixel limit, links to
+    non-files (checked in Python first: a link to a FIFO would hang the reader), entries
     that break the reader's folder scan, and images the reader silently ignores (directly in
     ``root`` or in folders nested inside class folders). A reader error leaves the pipeline
     unusable and is raised ahead of its sample (the reader reads ahead), so the pipeline is
@@ -172,13 +206,20 @@ def check_dataset(
         problems.append(ImageProblem(rel + "/", "folder inside a class folder: readers.file "
                                                 "ignores the images in it"))
 
-    bombs = _pixel_problems(root, scan.files)
-    problems.extend(ImageProblem(rel, reason) for rel, reason in bombs.items())
-    found: dict[str, str] = {}
-    pending = [rel for rel in scan.files if rel not in bombs]
-    use_file_root = not scan.blocking and not bombs
+    excluded = _pre_problems(root, scan.files, max_pixels)
+    found: dict[str, str] = dict(excluded)
+    pending = [rel for rel in scan.files if rel not in excluded]
+    use_file_root = not scan.blocking and not excluded
     while pending:
-        pipe = _build(root, None if use_file_root else pending, num_threads)
+        try:
+            pipe = _build(root, None if use_file_root else pending, num_threads)
+        except Exception as err:  # DALI raises RuntimeError at build
+            if not use_file_root:
+                raise DatasetRootError(
+                    f"DALI's readers.file could not be built on {root}: {dali_error_text(err)}."
+                ) from err
+            use_file_root = False  # e.g. the folder changed under us: list the files explicitly
+            continue
         use_file_root = False
         done = 0
         restart: list[str] | None = None
@@ -195,7 +236,7 @@ def check_dataset(
                     done = pending.index(rel) + 1
                     continue
                 # A reader error (possibly for a file read ahead): the pipeline is unusable.
-                rel = _named_file(text, root, pending[done:]) or pending[done]
+                rel = _named_file(text, root, pending[done:]) or _unreadable(root, pending[done:])
                 found[rel] = _read_reason(root / rel, err)
                 restart = [r for r in pending[done:] if r != rel]
                 break
@@ -232,8 +273,13 @@ def format_report(checked: int, problems: list[ImageProblem]) -> str:
     return "\n".join(lines)
 
 
-def run_check(root: str | Path, out: TextIO = sys.stdout) -> int:
-    """CLI body: prints the report; returns 0 (all good), 1 (problems) or 2 (cannot check)."""
+def run_check(root: str | Path, out: TextIO | None = None) -> int:
+    """CLI body: prints the report; returns 0 (all good), 1 (problems) or 2 (cannot check).
+
+    ``out`` defaults to the ``sys.stdout`` of call time (not import time, which pytest/Jupyter
+    replace).
+    """
+    out = sys.stdout if out is None else out
     try:
         checked, problems = check_dataset(root)
     except DatasetRootError as err:

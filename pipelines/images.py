@@ -141,6 +141,7 @@ def _is_listed_file(entry: os.DirEntry[str]) -> bool:
 
 
 def os_error_reason(err: OSError) -> str:
+    """A short reason for a failed ``stat``/``open``, worded for the user."""
     if err.errno == errno.ELOOP:
         return "symbolic link loop"
     if err.errno == errno.ENOENT:
@@ -446,15 +447,21 @@ def captured_stderr() -> Iterator[Captured]:
     with _LOCK, tempfile.TemporaryFile() as tmp:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
-        saved = os.dup(2)
+        try:
+            saved: int | None = os.dup(2)
+        except OSError:  # fd 2 closed (e.g. a daemon): capture anyway, close it again after
+            saved = None
         try:
             os.dup2(tmp.fileno(), 2)
             yield box
         finally:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+            if saved is None:
+                os.close(2)
+            else:
+                os.dup2(saved, 2)
+                os.close(saved)
             tmp.seek(0)
             box.text = _ANSI.sub("", tmp.read().decode("utf-8", errors="replace"))
 
@@ -600,6 +607,12 @@ def pixel_limit_reason(w: int, h: int, limit: int) -> str:
 
 _PIPES: dict[tuple[str, int, int], object] = {}
 """Built pipelines by (kind, batch_size, num_threads): building costs a few ms, reuse is free."""
+
+
+def clear_pipeline_cache() -> None:
+    """Drops the cached decode pipelines and the buffers they keep (e.g. after a big batch)."""
+    with _LOCK:
+        _PIPES.clear()
 
 
 def _build(kind: str, batch_size: int, num_threads: int) -> object:
@@ -764,8 +777,10 @@ def decode(
                 continue
             for i in batch:
                 _decode_one(images, i, kind, max_side, num_threads, results, problems)
+        shape_of = dict(zip(candidates, shapes, strict=True))
         for i in alone:
-            huge = i not in problems and _pixels_hint(shapes, candidates, i) > HUGE_PIXELS
+            shape = shape_of[i]
+            huge = shape is not None and shape[0] * shape[1] > HUGE_PIXELS
             _decode_one(images, i, kind, max_side, num_threads, results, problems, throwaway=huge)
 
     order = sorted(results)
@@ -774,13 +789,6 @@ def decode(
         [images[i] for i in order],
         [problems[i] for i in sorted(problems)],
     )
-
-
-def _pixels_hint(
-    shapes: list[tuple[int, int, int] | None], candidates: list[int], index: int
-) -> int:
-    shape = shapes[candidates.index(index)]
-    return 0 if shape is None else shape[0] * shape[1]
 
 
 def _decode_one(

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .catalog import CATALOG, Catalog, OpSpec
 from .params import Param
 
@@ -348,6 +350,10 @@ def _validate_uniform(at: str, p: Param, raw: Any, problems: list[str]) -> Value
     if not lo < hi:
         problems.append(f"{at}: uniform [{lo!r}, {hi!r}] is empty; lo must be below hi "
                         "(use a literal for a fixed value)")
+        return None
+    if p.kind == "float" and not np.float32(lo) < np.float32(hi):
+        problems.append(f"{at}: uniform [{lo!r}, {hi!r}] is empty once DALI stores it as "
+                        "float32; widen the range or use a literal")
         return None
     return Uniform(p.coerce(lo), p.coerce(hi))
 

@@ -34,6 +34,8 @@ class CorpusEntry:
     good: bool
     shape: tuple[int, int] | None = None
     note: str = ""
+    expect: str = ""
+    """For a bad entry: a phrase its problem reason must contain."""
 
 
 def _pattern(width: int, height: int) -> Image.Image:
@@ -42,6 +44,12 @@ def _pattern(width: int, height: int) -> Image.Image:
     arr[: height // 2, : width // 2] = (220, 20, 20)
     arr[height // 2 :, width // 2 :] = (20, 20, 220)
     return Image.fromarray(arr)
+
+
+def _noise(width: int, height: int, seed: int = 3) -> Image.Image:
+    """Random pixels: the entropy-coded data dominates the JPEG, so a cut lands inside it."""
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
 def _jpeg(image: Image.Image, **kwargs: object) -> bytes:
@@ -125,9 +133,16 @@ def build_corpus(folder: Path, *, large: bool = True) -> dict[str, CorpusEntry]:
         d.mkdir(parents=True, exist_ok=True)
     entries: list[CorpusEntry] = []
 
-    def put(key: str, path: Path, data: bytes, shape: tuple[int, int] | None, note: str) -> None:
+    def put(
+        key: str,
+        path: Path,
+        data: bytes,
+        shape: tuple[int, int] | None,
+        note: str,
+        expect: str = "",
+    ) -> None:
         path.write_bytes(data)
-        entries.append(CorpusEntry(key, path, shape is not None, shape, note))
+        entries.append(CorpusEntry(key, path, shape is not None, shape, note, expect))
 
     base = _jpeg(_pattern(96, 64))
     put("good_jpeg", good / "a_photo.jpg", base, (64, 96), "plain RGB JPEG")
@@ -156,22 +171,27 @@ def build_corpus(folder: Path, *, large: bool = True) -> dict[str, CorpusEntry]:
     put("non_ascii", good / "café_żółw.jpg", _jpeg(_pattern(30, 20)), (20, 30),
         "non-ASCII file name")
 
-    put("truncated", bad / "truncated.jpg", base[: len(base) // 2], None, "JPEG cut at 50 %")
+    noisy = _jpeg(_noise(128, 96))
+    put("truncated", bad / "truncated.jpg", noisy[: len(noisy) // 2], None,
+        "JPEG cut at 50 % (inside the entropy-coded data)", "premature end of JPEG data")
     put("corrupt_scan", bad / "corrupt_scan.jpg", corrupt_scan(_jpeg(_pattern(256, 256))), None,
-        "random bytes in the entropy-coded data: decodes to garbage")
-    put("bad_header", bad / "bad_header.jpg", bad_header(base), None, "damaged JPEG header")
+        "random bytes in the entropy-coded data", "corrupt JPEG data, decodes to garbage")
+    put("bad_header", bad / "bad_header.jpg", bad_header(base), None, "damaged JPEG header",
+        "cannot be decoded")
     put("text_as_jpg", bad / "notes.jpg", b"this is not an image\n" * 10, None,
-        "a text file named .jpg")
-    put("zero_bytes", bad / "empty.jpg", b"", None, "0-byte file")
+        "a text file named .jpg", "cannot be decoded")
+    put("zero_bytes", bad / "empty.jpg", b"", None, "0-byte file", "empty")
     loop = bad / "loop.jpg"
     os.symlink(loop.name, loop)
-    entries.append(CorpusEntry("symlink_loop", loop, False, None, "symlink pointing to itself"))
+    entries.append(CorpusEntry("symlink_loop", loop, False, None, "symlink pointing to itself",
+                               "symbolic link loop"))
 
-    entries.append(CorpusEntry("missing", folder / "missing.jpg", False, None, "does not exist"))
+    entries.append(CorpusEntry("missing", folder / "missing.jpg", False, None, "does not exist",
+                               "not found"))
     entries.append(CorpusEntry("empty_folder", folder / "empty_folder", False, None,
-                               "folder with no images"))
+                               "folder with no images", "no images found"))
     put("bomb", folder / "bomb" / "bomb.png", png_bomb(), None,
-        "header claims 30000x30000 (900 MP)")
+        "header claims 30000x30000 (900 MP)", "too large")
     if large:
         (folder / "large").mkdir(exist_ok=True)
         put("large", folder / "large" / "huge.jpg", large_jpeg(), LARGE_SIZE[::-1],

@@ -98,7 +98,7 @@ def steps(draw: st.DrawFn) -> dict:
     return {"op": name, "probability": prob, "params": params}
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])
 @given(chain=st.lists(steps(), min_size=1, max_size=4), seed=st.integers(0, 2**31 - 1))
 def test_random_chains_match_export(engine, tmp_path, chain, seed):

@@ -1,0 +1,23 @@
+"""Shared fixtures: the bad/unusual image corpus, built once per test session in a tmp folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import CorpusEntry, build_corpus, large_jpeg
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusEntry]:
+    """Every corpus entry by key (without the 12000x9000 image: see ``large_image``)."""
+    return build_corpus(tmp_path_factory.mktemp("corpus"), large=False)
+
+
+@pytest.fixture(scope="session")
+def large_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 12000x9000 JPEG (red top-left, blue bottom-right quarter), made on first use."""
+    path = tmp_path_factory.mktemp("large") / "huge.jpg"
+    path.write_bytes(large_jpeg())
+    return path
