@@ -187,7 +187,12 @@ def check_dataset(
         problems.append(
             ImageProblem(entry, f"{reason}; readers.file fails on it when it scans the folder")
         )
-    if not scan.files:
+    # A flat folder (images, no subfolders) is what the exported pipeline reads as a file list
+    # (its flat_folder_files); check it the same way.
+    flat = not scan.files and bool(scan.top_level) and not any(
+        p.is_dir() for p in root.iterdir())
+    files = sorted(scan.top_level, key=lambda r: r.encode()) if flat else scan.files
+    if not files:
         hint = (
             f" It has {len(scan.top_level)} image files directly inside it, which readers.file "
             "ignores."
@@ -199,17 +204,17 @@ def check_dataset(
             "inside class subfolders (ROOT/<class>/<image>.jpg) and uses the subfolder as the "
             f"label.{hint}"
         )
-    for rel in scan.top_level:
+    for rel in [] if flat else scan.top_level:
         problems.append(ImageProblem(rel, "directly in the dataset folder: readers.file ignores "
                                           "it (move it into a class subfolder)"))
     for rel in scan.nested:
         problems.append(ImageProblem(rel + "/", "folder inside a class folder: readers.file "
                                                 "ignores the images in it"))
 
-    excluded = _pre_problems(root, scan.files, max_pixels)
+    excluded = _pre_problems(root, files, max_pixels)
     found: dict[str, str] = dict(excluded)
-    pending = [rel for rel in scan.files if rel not in excluded]
-    use_file_root = not scan.blocking and not excluded
+    pending = [rel for rel in files if rel not in excluded]
+    use_file_root = not scan.blocking and not excluded and not flat
     while pending:
         try:
             pipe = _build(root, None if use_file_root else pending, num_threads)
@@ -249,11 +254,11 @@ def check_dataset(
         if restart is None:
             break
         pending = restart
-    order = {rel: i for i, rel in enumerate(scan.files)}
+    order = {rel: i for i, rel in enumerate(files)}
     problems.extend(
         ImageProblem(rel, found[rel]) for rel in sorted(found, key=lambda r: order.get(r, -1))
     )
-    return len(scan.files), problems
+    return len(files), problems
 
 
 def format_report(checked: int, problems: list[ImageProblem]) -> str:

@@ -118,13 +118,12 @@ def test_non_ascii_and_odd_names(tmp_path: Path) -> None:
     assert [p.name for p in problems] == ["żółw/źle.jpg"]
 
 
-@pytest.mark.parametrize("kind", ["missing", "file", "empty", "flat"])
+@pytest.mark.parametrize("kind", ["missing", "file", "empty"])
 def test_run_check_cannot_check(corpus: dict[str, CorpusEntry], tmp_path: Path, kind: str) -> None:
     target = {
         "missing": tmp_path / "nope",
         "file": corpus["good_jpeg"].path,
         "empty": corpus["empty_folder"].path,
-        "flat": dataset_root(corpus) / GOOD_DIR,  # images directly inside: nothing for the reader
     }[kind]
     out = io.StringIO()
     assert run_check(target, out=out) == 2
@@ -133,8 +132,32 @@ def test_run_check_cannot_check(corpus: dict[str, CorpusEntry], tmp_path: Path, 
     assert text.count("\n") == 1  # one paragraph
     with pytest.raises(DatasetRootError):
         check_dataset(target)
-    if kind == "flat":
-        assert "directly inside it" in text
+
+
+def test_flat_folder_is_checked_as_the_exported_file_list(tmp_path: Path) -> None:
+    """A folder of images without class subfolders: the exported pipeline reads it as a sorted
+    file list (flat_folder_files), and check-images reads it the same way."""
+    from tests.support import SAMPLES
+
+    for f in sorted(SAMPLES.glob("*.jpg"))[:3]:
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "broken.jpg").write_bytes(b"not an image")
+    checked, problems = check_dataset(tmp_path)
+    assert checked == 4
+    assert [p.name for p in problems] == ["broken.jpg"]
+
+
+def test_mixed_folder_reports_top_level_images(tmp_path: Path) -> None:
+    from tests.support import SAMPLES
+
+    jpgs = sorted(SAMPLES.glob("*.jpg"))
+    (tmp_path / "cls").mkdir()
+    (tmp_path / "cls" / jpgs[0].name).write_bytes(jpgs[0].read_bytes())
+    (tmp_path / jpgs[1].name).write_bytes(jpgs[1].read_bytes())
+    checked, problems = check_dataset(tmp_path)
+    assert checked == 1
+    assert [p.name for p in problems] == [jpgs[1].name]
+    assert "readers.file ignores" in problems[0].reason
 
 
 def test_run_check_problems(corpus: dict[str, CorpusEntry]) -> None:
