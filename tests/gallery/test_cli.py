@@ -1,0 +1,127 @@
+"""The dali-gallery command line: catalog, export, render, check-images, bench; bad input gives
+one paragraph and exit code 2 without a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pipelines.catalog import CATALOG
+from tests.support import SAMPLES, preset_dict
+
+PRESET = preset_dict([
+    {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+    {"op": "brightness_contrast", "params": {"brightness": {"uniform": [0.8, 1.2]},
+                                             "contrast": 1.1}},
+    {"op": "noise.salt_and_pepper", "probability": 0.5, "params": {"prob": 0.02}},
+], seed=3)
+
+
+def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gallery.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def preset_file(tmp_path: Path) -> Path:
+    path = tmp_path / "preset.json"
+    path.write_text(json.dumps(PRESET))
+    return path
+
+
+def test_ops_lists_every_operator_with_availability():
+    out = cli("ops", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    names = [op["op"] for op in data["operators"]]
+    assert names == list(CATALOG)
+    jitter = next(op for op in data["operators"] if op["op"] == "jitter")
+    assert jitter["devices"] == ["gpu"] and jitter["gpu_only_reason"]
+    assert jitter["available_here"] is data["gpu_present"]
+    rotate = next(op for op in data["operators"] if op["op"] == "rotate")
+    angle = next(p for p in rotate["params"] if p["name"] == "angle")
+    assert angle["bounds"] == [-360, 360] and angle["runtime"] is True
+    text = cli("ops").stdout
+    assert "== geometry ==" in text and "experimental.median_blur" in text
+
+
+def test_render_grid_and_npz_match_the_exported_script(tmp_path, preset_file):
+    grid, npz = tmp_path / "grid.png", tmp_path / "batch.npz"
+    out = cli("render", str(preset_file), "--images", str(SAMPLES), "--batch-size", "4",
+              "--draws", "3", "--device", "cpu", "--out", str(grid), "--npz", str(npz),
+              "--json", str(tmp_path / "records.json"))
+    assert out.returncode == 0, out.stderr
+    img = Image.open(grid)
+    assert img.width >= 4 * 150 and img.height >= 4 * 150
+    records = json.loads((tmp_path / "records.json").read_text())
+    assert len(records["records"]) == 12
+    script = tmp_path / "augment.py"
+    assert cli("export", str(preset_file), "-o", str(script)).returncode == 0
+    exported = tmp_path / "exported.npz"
+    run = subprocess.run([sys.executable, str(script), "--images", str(SAMPLES), "--batch-size",
+                          "4", "--device", "cpu", "--no-shuffle", "--out", str(exported)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    a, b = np.load(npz), np.load(exported)
+    assert sorted(a.files) == sorted(b.files)
+    for key in a.files:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_render_skips_bad_files_and_names_them(tmp_path, preset_file):
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for f in sorted(SAMPLES.glob("*.jpg"))[:2]:
+        (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "zz_broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 truncated")
+    (folder / "empty.png").write_bytes(b"")
+    out = cli("render", str(preset_file), "--images", str(folder), "--device", "cpu",
+              "--out", str(tmp_path / "g.png"))
+    assert out.returncode == 0, out.stderr
+    assert "zz_broken.jpg" in out.stderr and "empty.png" in out.stderr
+    assert "rendered 2 images" in out.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["export", "missing.json", "-o", "x.py"], "does not exist"),
+    (["render", "PRESET", "--images", "/nonexistent/dir", "--out", "g.png"], "does not exist"),
+    (["render", "BAD", "--images", str(SAMPLES), "--out", "g.png"], "unknown operator"),
+    (["export", "BAD", "-o", "/nonexistent/dir/x.py"], "unknown operator"),
+    (["export", "PRESET", "-o", "/nonexistent/dir/x.py"], "does not exist"),
+    (["check-images", "/nonexistent/dir"], "does not exist"),
+])
+def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, preset_file, args, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(preset_dict([{"op": "rotat"}])))
+    args = [str(preset_file) if a == "PRESET" else str(bad) if a == "BAD" else a for a in args]
+    out = cli(*args)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    msg = out.stderr + out.stdout
+    assert needle in msg and "Traceback" not in msg
+
+
+def test_check_images_exit_codes(tmp_path):
+    assert cli("check-images", str(SAMPLES)).returncode == 0
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.jpg").write_bytes(b"text, not a jpeg")
+    (tmp_path / "a" / "ok.jpg").write_bytes(next(SAMPLES.glob("*.jpg")).read_bytes())
+    out = cli("check-images", str(tmp_path))
+    assert out.returncode == 1 and "a/x.jpg" in out.stdout
+
+
+def test_bench_quick_reports_ratios():
+    out = cli("bench", "--quick", "--json", "--only", "engine,scrub", timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["device"] == "cpu"
+    for size in ("256x256", "512x512"):
+        row = report["engine"][size]
+        assert row["engine_ms"] > 0 and row["bare_dali_ms"] > 0
+        assert row["ratio"] == pytest.approx(row["engine_ms"] / row["bare_dali_ms"], rel=0.01)
+    assert report["scrub"]["builds"] == 0
