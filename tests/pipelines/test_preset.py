@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -162,9 +163,63 @@ def test_any_literal_is_accepted_iff_within_declaration(op_param, value):
 def test_uniform_ranges_are_checked(op_param, lo, hi):
     op, p = op_param
     doc = preset_dict([{"op": op, "params": {p.name: {"uniform": [lo, hi]}}}])
-    ok = (p.runtime and not p.odd and lo < hi and p.check(lo) is None and p.check(hi) is None)
+    ok = (p.runtime and not p.odd and lo < hi and p.check(lo) is None and p.check(hi) is None
+          and (p.kind == "int" or np.float32(lo) < np.float32(hi)))
     if ok:
         assert load(doc).steps[0].params[p.name] == Uniform(p.coerce(lo), p.coerce(hi))
     else:
         with pytest.raises(PresetError, match=rf"step 0 \({op}\): parameter '{p.name}'"):
             load(doc)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**9, 10**9) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+OPS = st.sampled_from(list(CATALOG))
+
+
+@st.composite
+def mangled_presets(draw: st.DrawFn) -> dict:
+    """Structurally plausible presets with random junk in random places."""
+    steps = []
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(OPS)
+        params = {p.name: draw(JSON) for p in CATALOG[op].params if draw(st.booleans())}
+        step = {"op": op, "params": params}
+        if draw(st.booleans()):
+            step["probability"] = draw(JSON)
+        if draw(st.booleans()):
+            step[draw(st.text(max_size=6))] = draw(JSON)
+        steps.append(step)
+    doc = {"format": FORMAT, "version": 1, "steps": steps}
+    if draw(st.booleans()):
+        doc["output"] = draw(JSON)
+    if draw(st.booleans()):
+        doc["seed"] = draw(JSON)
+    return doc
+
+
+@settings(max_examples=300, deadline=None)
+@given(mangled_presets())
+def test_any_document_loads_or_raises_preset_error_only(doc):
+    try:
+        preset = load(doc)
+    except PresetError as e:
+        assert e.problems and all(isinstance(p, str) and p for p in e.problems)
+        for p in e.problems:
+            assert p.startswith(("preset", "step ", "output")), p
+        return
+    assert load(preset.to_dict()).to_dict() == preset.to_dict()
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_arbitrary_json_never_crashes_the_loader(doc):
+    try:
+        load(doc if isinstance(doc, dict) else json.dumps(doc))
+    except PresetError:
+        pass
