@@ -2,7 +2,7 @@
 
 Every entry says whether the image should decode (``good``) and, if so, to which size after EXIF
 orientation, so the tests can check both the happy path and each failure mode from the DALI notes
-(docs: /work/shared/research/dali-2.4-notes.md, section 5).
+(measured facts about DALI 2.4 decoders; see pipelines/images.py).
 """
 
 from __future__ import annotations
