@@ -312,12 +312,11 @@ class PreviewEngine:
         images = outputs[0]
         if self.device == "gpu":
             images = images.as_cpu()
-        arrays = [np.array(images[j]) for j in range(len(images))]
+        arrays = _host_copies(images)
         recs = [SampleRecord(j % n, j // n) for j in range(n * draws)]
         for r, out in zip(chain.records, outputs[1:], strict=True):
-            vals = out.as_cpu() if hasattr(out, "as_cpu") else out
-            for j in range(n * draws):
-                v = np.array(vals[j]).reshape(-1)[0].item()
+            vals = np.array(out.as_array()).reshape(n * draws, -1)[:, 0].tolist()
+            for j, v in enumerate(vals):
                 if r.param == "fired":
                     recs[j].fired[r.step] = bool(v)
                 else:
@@ -332,6 +331,14 @@ class PreviewEngine:
             step = _line_to_step(built.step_of_line, int(m.group(1)))
         op = preset.steps[step].op if step is not None else None
         return StepError(_clean(text), step, op)
+
+
+def _host_copies(tl: Any) -> list[np.ndarray]:
+    """Own copies of every sample (DALI reuses its output buffers on the next run); one copy
+    for a batch of equal shapes, else one per sample."""
+    if tl.is_dense_tensor():
+        return list(np.array(tl.as_array()))
+    return [np.array(tl[j]) for j in range(len(tl))]
 
 
 def _encode(raw: Any, arrays: list[np.ndarray], fmt: str, quality: int) -> list[bytes]:
