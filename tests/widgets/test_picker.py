@@ -1,0 +1,90 @@
+"""The operator picker: every catalog operator, search, Enter, GPU-only reasons, thumbnails."""
+
+from __future__ import annotations
+
+from pipelines.catalog import CATALOG, Catalog
+from pipelines.preset import Uniform
+from tests.widgets.conftest import make_builder, settle
+from widgets.thumbnails import showcase_value
+
+GPU_ONLY = [n for n, s in CATALOG.items() if not s.cpu]
+
+
+def test_every_operator_is_listed_in_its_category_tab(builder):
+    picker = builder.picker
+    assert set(picker.items) == set(CATALOG)
+    for tab, category in zip(picker.tabs.children, picker.categories, strict=True):
+        shown = [item for item in tab.children]
+        assert shown == [picker.items[s.name].widget for s in CATALOG.by_category(category)]
+    assert list(picker.tabs.titles) == picker.categories
+    for name, item in picker.items.items():
+        assert "dg-picker-item" in item.widget._dom_classes
+        assert CATALOG[name].doc in item.text.value
+
+
+def test_gpu_only_operators_are_visible_but_disabled_with_the_reason_on_cpu(builder):
+    assert GPU_ONLY, "the catalog declares GPU-only operators"
+    for name in GPU_ONLY:
+        item = builder.picker.items[name]
+        assert item.add.disabled and not item.available
+        assert "dg-picker-item-disabled" in item.widget._dom_classes
+        reason = CATALOG[name].gpu_reason
+        assert reason and reason in item.add.tooltip and reason in item.text.value
+    assert not builder.picker.items["rotate"].add.disabled
+
+
+def test_add_button_adds_a_step_drawn_per_sample(builder):
+    builder.picker.items["rotate"].add.click()
+    step = builder.preset.steps[0]
+    assert step.op == "rotate" and step.params["angle"] == Uniform(-15.0, 15.0)
+    builder.picker.items["equalize"].add.click()  # no magnitude: catalog defaults
+    assert builder.preset.steps[1].op == "equalize"
+    settle(builder)
+    assert builder.last_error is None
+
+
+def test_search_filters_and_enter_adds_the_first_available_match(builder):
+    picker = builder.picker
+    picker.search.value = "blur"
+    names = [c for c in picker.results.children]
+    assert picker.results.layout.display is None and picker.tabs.layout.display == "none"
+    assert picker.items["gaussian_blur"].widget in names
+    assert picker.items["experimental.median_blur"].widget in names
+    # Enter in the browser sends {"event": "submit"} on the text widget's comm
+    first = next(n for n in picker.matches() if CATALOG[n].cpu)
+    assert first in picker.hint.value
+    picker.search._handle_custom_msg({"event": "submit"}, [])
+    assert builder.preset.steps[-1].op == first
+    picker.search.value = "median"
+    n = len(builder.preset.steps)
+    assert picker.submit() is None  # only a GPU-only match: nothing added, and why
+    assert len(builder.preset.steps) == n
+    assert "no available operator matches" in picker.hint.value
+    picker.search.value = ""
+    assert picker.tabs.layout.display is None
+
+
+def test_thumbnails_render_the_operators_effect_on_the_first_image():
+    small = Catalog([CATALOG[n] for n in ("rotate", "hsv", "flip", "experimental.erode")])
+    b = make_builder(catalog=small, thumbnails=True)
+    try:
+        assert b.wait_idle(120, thumbnails=True)
+        thumbs = {n: bytes(i.thumb.value) for n, i in b.picker.items.items()}
+        assert thumbs["rotate"].startswith(b"\xff\xd8") and thumbs["rotate"] != thumbs["flip"]
+        assert thumbs["experimental.erode"] == b""  # GPU-only on CPU: no thumbnail
+        assert thumbs["hsv"] == b""  # its tab was never shown
+        b.picker.tabs.selected_index = b.picker.categories.index("color")
+        assert b.wait_idle(120, thumbnails=True)
+        assert bytes(b.picker.items["hsv"].thumb.value).startswith(b"\xff\xd8")
+        assert b.live.thumbnail_errors == {}
+    finally:
+        b.close()
+
+
+def test_showcase_values_come_from_the_catalog():
+    assert showcase_value(CATALOG["rotate"]) == 45.0  # halfway to the slider end
+    assert showcase_value(CATALOG["equalize"]) is None
+    for spec in CATALOG.values():
+        v = showcase_value(spec)
+        if v is not None:
+            assert spec.param(spec.magnitude).check(v) is None, spec.name

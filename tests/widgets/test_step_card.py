@@ -1,0 +1,90 @@
+"""Step cards: header buttons, refused values, collapse, and cards generated for every op."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.catalog import CATALOG
+from tests.support import preset_dict
+from tests.widgets.conftest import make_builder, settle
+
+
+def ops(b):
+    return [s.op for s in b.preset.steps]
+
+
+def test_header_buttons_edit_the_chain(builder):
+    for op in ("rotate", "hsv", "flip"):
+        builder.add_step(op)
+    cards = builder.cards
+    assert cards[0].up.disabled and cards[2].down.disabled and not cards[1].up.disabled
+    cards[0].down.click()
+    assert ops(builder) == ["hsv", "rotate", "flip"]
+    builder.cards[2].up.click()
+    assert ops(builder) == ["hsv", "flip", "rotate"]
+    builder.cards[1].duplicate.click()
+    assert ops(builder) == ["hsv", "flip", "flip", "rotate"]
+    builder.cards[0].remove.click()
+    assert ops(builder) == ["flip", "flip", "rotate"]
+    assert [c.index for c in builder.cards] == [0, 1, 2]
+    assert all("dg-step-card" in c.widget._dom_classes for c in builder.cards)
+    assert builder.chain.children == tuple(c.widget for c in builder.cards)
+    settle(builder)
+
+
+def test_duplicate_copies_values(builder):
+    builder.add_step("rotate", angle=33.0)
+    builder.set_probability(0, 0.7)
+    builder.cards[0].duplicate.click()
+    a, b = builder.preset.steps
+    assert a == b and b.params["angle"] == 33.0 and b.probability == 0.7
+
+
+def test_refused_value_is_explained_and_reverted(builder):
+    builder.add_step("random_resized_crop")
+    card = builder.cards[0]
+    card.controls["area_max"].fixed.value = 0.05  # below area_min (0.08)
+    control = card.controls["area_max"]
+    assert "area_min must not exceed area_max" in control.error_message
+    assert "kept 1" in control.error_message
+    assert control.fixed.value == 1.0 and builder.preset.steps[0].params["area_max"] == 1.0
+    card.controls["area_max"].fixed.value = 0.5
+    assert control.error_message == "" and builder.preset.steps[0].params["area_max"] == 0.5
+
+
+def test_collapse_hides_the_body_and_shows_a_summary(builder):
+    builder.add_step("rotate", angle={"uniform": [-10, 10]})
+    card = builder.cards[0]
+    card.collapse.click()
+    assert card.collapsed and card.body.layout.display == "none"
+    assert "angle: -10 to 10 deg" in card.summary.value
+    builder.add_step("hsv")  # a rebuild keeps the collapse state
+    assert builder.cards[0].collapsed and not builder.cards[1].collapsed
+    builder.cards[0].collapse.click()
+    assert builder.cards[0].body.layout.display is None
+
+
+def test_magnitude_control_comes_first_and_probability_is_fed(builder):
+    builder.add_step("grid_mask")
+    card = builder.cards[0]
+    assert list(card.controls)[0] == CATALOG["grid_mask"].magnitude
+    assert "dg-magnitude" in card.body.children[1]._dom_classes
+    card.probability.value = 0.25
+    assert builder.preset.steps[0].probability == 0.25
+    assert "p=0.25" in card.title.value
+
+
+@pytest.mark.parametrize("category", sorted({s.category for s in CATALOG.values()}))
+def test_a_card_is_generated_for_every_operator(category):
+    names = [n for n, s in CATALOG.items() if s.category == category]
+    b = make_builder(preset=preset_dict([{"op": n, "enabled": False} for n in names]),
+                     sync=True, max_images=1, draws=1)
+    try:
+        assert [c.spec.name for c in b.cards] == names
+        for card, name in zip(b.cards, names, strict=True):
+            spec = CATALOG[name]
+            assert set(card.controls) == {p.name for p in spec.params}
+            for p in spec.params:
+                assert f"dg-param-{p.name}" in card.controls[p.name].widget._dom_classes
+    finally:
+        b.close()

@@ -1,0 +1,393 @@
+"""``Builder``: the pipeline builder widget (picker, step cards, live preview, export).
+
+One object, usable in a notebook (``Builder(images=...)`` as the last expression of a cell
+shows it) and embedded by the gallery app. The pipeline lives in a :class:`ChainModel` (always
+valid, undoable); widgets only propose edits. Renders run on a worker thread
+(:class:`LivePreview`: one in flight, newest request wins) so sliders stay responsive; a render
+error is shown on the step that caused it while the last good preview stays on screen.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import threading
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from pipelines.catalog import CATALOG, Catalog
+from pipelines.device import describe, resolve
+from pipelines.export import export_code, preset_from_module
+from pipelines.images import ImageProblem
+from pipelines.preset import Preset, PresetError, load
+
+from . import style
+from .autosave import Autosave
+from .export_panel import ExportPanel, slug
+from .images_panel import SAMPLES_DIR, ImageSource, ImagesPanel, source_from
+from .inspector import StepReport
+from .live import LivePreview, check_size
+from .model import ChainModel, Change
+from .picker import Picker
+from .render import PreviewRenderer, RenderRequest, RenderResult
+from .scheduler import Scheduler
+from .step_card import StepCard
+from .suggest import suggested_params
+
+
+class Builder:
+    """Build a DALI augmentation chain with live previews and export it as training code.
+
+    ``images``: a folder, a file, a list of paths or of (name, bytes) (default: the bundled
+    samples). ``preset``: a path, JSON text, dict or Preset. ``device``: "auto", "cpu" or
+    "gpu". ``allowed_root``: folders typed in the UI must lie inside it (None: any folder).
+    ``size``: longest image side for the preview (0 = original size, exact export parity).
+    ``autosave``: a file the pipeline is saved to after edits (and offered back next time).
+    ``sync=True`` renders in the calling thread (no worker thread).
+    """
+
+    def __init__(self, images: Any = None, preset: Any = None, device: str = "auto", *,
+                 allowed_root: str | Path | None = None, draws: int = 3, max_images: int = 6,
+                 size: int = 256, samples: str | Path | None = SAMPLES_DIR,
+                 thumbnails: bool = True, sync: bool = False,
+                 autosave: str | Path | None = None, catalog: Catalog = CATALOG) -> None:
+        check_size(size)
+        self.catalog = catalog
+        self.model = ChainModel(load(preset, catalog) if preset is not None else None, catalog)
+        self.allowed_root = Path(allowed_root).resolve() if allowed_root is not None else None
+        self.autosave = Autosave(autosave) if autosave is not None else None
+        self.cards: list[StepCard] = []
+        self.image_problems: list[ImageProblem] = []
+        self._ui = threading.RLock()
+        self._code: tuple[str, str] = ("", "")
+        self._export_dirty = True
+        self._restorable: Preset | None = None
+        self.picker = Picker(resolve(device), self._add_from_picker, catalog,
+                             on_visible=lambda names: self.live.want_thumbnails(names))
+        self.live = LivePreview(
+            device=device, catalog=catalog, draws=draws, max_images=max_images, size=size,
+            seed=self.model.preset.seed, sync=sync, thumbnails=thumbnails, picker=self.picker,
+            current=lambda: self.model.preset, on_seed=self._on_seed,
+            on_errors=self._show_step_error, on_idle=self._on_idle, lock=self._ui)
+        self.engine = self.live.engine
+        self.device = self.live.device
+        self.preview = self.live.grid
+        self.inspector = self.live.inspector
+        self.status = self.live.status
+        self._build_widgets(samples)
+        self._offer_restore()
+        self.model.listen(self._on_change)
+        self._sync_cards()
+        source = images if images is not None else samples
+        if source is not None:
+            self.set_images(source)
+
+    # ---- widgets ------------------------------------------------------------------------------
+
+    def _build_widgets(self, samples: str | Path | None) -> None:
+        self.images_panel = ImagesPanel(self._load_source, allowed_root=self.allowed_root,
+                                        samples=Path(samples) if samples else None)
+        self.export = ExportPanel(on_name=self._set_name, on_preset_file=self._preset_file)
+        self.export_panel = self.export.widget
+        self.undo_button = style.classed(w.Button(
+            description="\u21b6 undo", tooltip="undo the last edit", disabled=True,
+            layout=w.Layout(width="80px")), style.UNDO)
+        self.redo_button = style.classed(w.Button(
+            description="redo \u21b7", tooltip="redo", disabled=True,
+            layout=w.Layout(width="80px")), style.REDO)
+        self.undo_button.on_click(lambda _: self.undo())
+        self.redo_button.on_click(lambda _: self.redo())
+        self.restore_button = style.classed(w.Button(
+            description="restore autosaved pipeline",
+            layout=w.Layout(width="auto", display="none")), style.RESTORE)
+        self.restore_button.on_click(lambda _: self.restore_autosave())
+        self.notice = style.classed(w.HTML(), style.ERROR)
+        self.chain = style.classed(w.VBox(), style.CHAIN)
+        title = w.HTML(f"<b>DALI pipeline builder</b> <span style='opacity:.7'>&middot; "
+                       f"preview on {escape(describe(self.device))}</span>")
+        toolbar = style.classed(w.HBox([title, self.undo_button, self.redo_button,
+                                        self.restore_button, self.notice, self.status],
+                                       layout=w.Layout(align_items="center")), style.TOOLBAR)
+        left_tabs = w.Tab(children=[self.picker.widget, self.images_panel.widget])
+        left_tabs.titles = ("Add a step", "Images")
+        left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), self.chain],
+                      layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
+        bottom = w.Tab(children=[self.export_panel])
+        bottom.titles = ("Export",)
+        self.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
+                                            w.HBox([left, self.live.widget]), bottom]),
+                                    style.BUILDER)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ---- the pipeline (public API) ------------------------------------------------------------
+
+    @property
+    def preset(self) -> Preset:
+        """A copy of the current pipeline (JSON-serialisable with ``.to_dict()``)."""
+        return self.model.preset.copy()
+
+    @property
+    def code(self) -> str:
+        """The exported training module for the current pipeline."""
+        key = self.model.preset.to_json(indent=None)
+        if self._code[0] != key:
+            self._code = (key, export_code(self.model.preset, self.catalog))
+        return self._code[1]
+
+    def add_step(self, op: str, **params: Any) -> int:
+        """Append a step (catalog defaults overridden by ``params``); returns its index."""
+        return self.model.add_step(op, params)
+
+    def remove_step(self, index: int) -> None:
+        self.model.remove_step(index)
+
+    def move_step(self, index: int, delta: int) -> int:
+        return self.model.move_step(index, delta)
+
+    def duplicate_step(self, index: int) -> int:
+        return self.model.duplicate_step(index)
+
+    def set_param(self, index: int, name: str, value: Any) -> None:
+        """A literal, ``Uniform``/``Choice`` or their JSON; PresetError says why not."""
+        self.model.set_param(index, name, value)
+
+    def set_probability(self, index: int, probability: float) -> None:
+        self.model.set_probability(index, probability)
+
+    def set_enabled(self, index: int, enabled: bool) -> None:
+        self.model.set_enabled(index, enabled)
+
+    def set_seed(self, seed: int) -> None:
+        self.model.set_seed(seed)
+
+    def new_draw(self) -> int:
+        """A new random seed (kept in the preset, so the export still matches)."""
+        seed = random.SystemRandom().randrange(2**31)
+        self.model.set_seed(seed)
+        return seed
+
+    def undo(self) -> bool:
+        return self.model.undo()
+
+    def redo(self) -> bool:
+        return self.model.redo()
+
+    def load_preset(self, source: Any) -> None:
+        """Replace the pipeline (undoable); PresetError lists every problem."""
+        self.model.replace(source)
+
+    def restore_autosave(self) -> bool:
+        """Load the pipeline autosaved by an earlier session (undoable)."""
+        preset, self._restorable = self._restorable, None
+        self.restore_button.layout.display = "none"
+        if preset is None:
+            return False
+        self.model.replace(preset)
+        return True
+
+    # ---- images, view and results (public API) ------------------------------------------------
+
+    def set_images(self, images: Any) -> list[ImageProblem]:
+        """Preview these images (trusted caller: not restricted to the allowed root)."""
+        return self._load_source(source_from(images))
+
+    def open_folder(self, text: str) -> list[ImageProblem]:
+        """Load a folder named by a user, restricted to the allowed root."""
+        return self.images_panel.load_folder(text)
+
+    def set_draws(self, draws: int) -> None:
+        self.live.set_view(draws=draws)
+
+    def set_count(self, count: int) -> None:
+        self.live.set_view(count=count)
+
+    def set_size(self, size: int) -> list[ImageProblem]:
+        """Longest image side for the preview (0 = original: exact export parity)."""
+        return self.live.set_size(size)
+
+    def wait_idle(self, timeout: float = 60.0, thumbnails: bool = False) -> bool:
+        """Block until the preview and export (and thumbnails, when asked) are up to date."""
+        return self.live.wait_idle(timeout, thumbnails)
+
+    @property
+    def scheduler(self) -> Scheduler[RenderRequest, RenderResult]:
+        """The render scheduler (its ``stats`` count renders, superseded and stale ones)."""
+        return self.live.scheduler
+
+    @property
+    def renderer(self) -> PreviewRenderer:
+        return self.live.renderer
+
+    @property
+    def last_result(self) -> RenderResult | None:
+        """The render on screen (arrays, per-sample records, display bytes)."""
+        return self.live.last_result
+
+    @property
+    def last_error(self) -> Exception | None:
+        """The error of the newest render, None once a render succeeds."""
+        return self.live.last_error
+
+    def tile_bytes(self, image: int, draw: int) -> bytes:
+        """The bytes the preview shows for draw ``draw`` of image ``image``."""
+        return self.live.tile_bytes(image, draw)
+
+    def inspect(self, image: int, draw: int) -> list[StepReport]:
+        """Open the inspector on a tile: which steps fired, sampled values, histograms."""
+        return self.live.inspect(image, draw)
+
+    @property
+    def cli_command(self) -> str:
+        """The ``dali-gallery render`` command that renders the same grid."""
+        preset_file = f"{slug(self.model.preset.name)}_preset.json"
+        return shlex.join(["dali-gallery", "render", preset_file, *self.live.cli_args(),
+                           "--out", "grid.png"])
+
+    def close(self) -> None:
+        """Stop the worker and release DALI pipelines and widgets."""
+        self.live.close()
+        style.close_tree(self.widget)
+
+    # ---- reacting to edits --------------------------------------------------------------------
+
+    def _on_change(self, change: Change) -> None:
+        if self.autosave is not None:
+            self.autosave.armed = True
+        with self._ui:
+            self._sync_cards()
+            self.undo_button.disabled = not self.model.history.can_undo
+            self.redo_button.disabled = not self.model.history.can_redo
+            self.preview.set_values(seed=self.model.preset.seed)
+            self._export_dirty = True
+        if change.kind == "meta":
+            self._on_idle()
+        else:
+            self.live.request()
+
+    def _sync_cards(self) -> None:
+        steps = self.model.preset.steps
+        if [s.op for s in steps] == [c.spec.name for c in self.cards]:
+            for card, step in zip(self.cards, steps, strict=True):
+                card.sync(step)
+            return
+        collapsed = _collapsed_by_op(self.cards)
+        old, self.cards = self.cards, []
+        seen: dict[str, int] = {}
+        for i, step in enumerate(steps):
+            k = seen[step.op] = seen.get(step.op, -1) + 1
+            self.cards.append(StepCard(
+                i, step, self.catalog[step.op], self, count=len(steps),
+                collapsed=collapsed.get((step.op, k), False),
+                unavailable=self.picker.items[step.op].reason))
+        empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
+        self.chain.children = [c.widget for c in self.cards] or [empty]
+        for card in old:
+            card.close()
+
+    def _show_step_error(self, step: int | None, message: str | None) -> None:
+        if step is None:
+            for card in self.cards:
+                card.show_error(None)
+        elif step < len(self.cards):
+            self.cards[step].show_error(message)
+
+    def _add_from_picker(self, op: str) -> None:
+        try:
+            self.model.add_step(op, suggested_params(self.catalog[op]))
+        except PresetError as e:
+            self.picker.hint.value = style.error_html(e.problems)
+
+    def _on_seed(self, name: str, value: Any) -> None:
+        if name == "new_draw":
+            self.new_draw()
+        else:
+            self.set_seed(int(value))
+
+    def _set_name(self, name: str) -> None:
+        try:
+            self.model.set_name(name)
+        except PresetError as e:
+            self.export.show_problems("preset name", e.problems)
+
+    def _preset_file(self, data: bytes, name: str) -> list[str]:
+        try:
+            text = data.decode("utf-8")
+            preset = preset_from_module(text) if name.endswith(".py") else load(text)
+            self.model.replace(preset)
+        except UnicodeDecodeError:
+            problems = [f"{name}: not UTF-8 text"]
+        except PresetError as e:
+            problems = list(e.problems)
+        else:
+            problems = []
+        self.export.show_problems(f"could not load {name}; the pipeline was not changed",
+                                  problems)
+        return problems
+
+    def _load_source(self, source: ImageSource) -> list[ImageProblem]:
+        problems, replaced = self.live.load(source)
+        self.image_problems = problems
+        if replaced:
+            self.images_panel.show(source, problems, names=self.live.renderer.names)
+        else:
+            self.images_panel.show(None, problems, f"no usable image in {source.label}; the "
+                                   "previous images are kept")
+            self.live.request()  # re-shows the preview, or says that there are no images
+        self._export_dirty = True
+        return problems
+
+    # ---- export and autosave (when the preview is idle) ---------------------------------------
+
+    def _on_idle(self) -> None:
+        self._save()
+        if not self._export_dirty:
+            return
+        with self._ui:
+            self._export_dirty = False
+            preset = self.model.preset
+            source = self.live.source
+            note = "" if source is not None and source.cli_path else (
+                "The preview images are not one folder on the server: put the same files "
+                "in a folder and pass it to --images.")
+            self.export.update(self.code, preset.to_json(), preset.name, self.cli_command,
+                               note)
+
+    def _offer_restore(self) -> None:
+        if self.autosave is None:
+            return
+        preset, text = self.autosave.saved(self.catalog)
+        if preset is not None and preset.to_dict() != self.model.preset.to_dict():
+            self._restorable = preset  # kept: the first edit here overwrites the file
+            self.restore_button.description = f"restore autosaved pipeline ({text})"
+            self.restore_button.tooltip = str(self.autosave.path)
+            self.restore_button.layout.display = None
+        elif text:  # unreadable: say so (it is overwritten only after an edit)
+            self.notice.value = escape(text)
+
+    def _save(self) -> None:
+        if self.autosave is None:
+            return
+        if self.autosave.write(self.model.preset):
+            self.notice.value = ""
+        elif self.autosave.error:
+            self.notice.value = escape(self.autosave.error)
+
+
+def _collapsed_by_op(cards: list[StepCard]) -> dict[tuple[str, int], bool]:
+    """Collapse state by (operator, occurrence), carried across card rebuilds."""
+    out: dict[tuple[str, int], bool] = {}
+    seen: dict[str, int] = {}
+    for c in cards:
+        k = seen[c.spec.name] = seen.get(c.spec.name, -1) + 1
+        out[(c.spec.name, k)] = c.collapsed
+    return out

@@ -1,0 +1,128 @@
+"""What happened to one tile: which steps fired and the exact values they used.
+
+The values come from the engine's per-sample record (the pipeline's own outputs: coin flips
+and drawn values), and fixed values from the preset that rendered the tile, so the inspector
+never guesses. Histograms compare the tile with the image it started from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+
+from pipelines.catalog import CATALOG, Catalog
+from pipelines.engine import SampleRecord
+from pipelines.preset import Preset, is_random
+
+from . import style
+from .encode import encode, histogram_png
+
+INSPECT_PX = 300
+
+
+@dataclass
+class StepReport:
+    """One step as applied to one sample. ``fired`` is None for disabled steps."""
+
+    index: int
+    op: str
+    enabled: bool
+    probability: float
+    fired: bool | None
+    values: list[tuple[str, Any, bool]] = field(default_factory=list)
+    """(parameter, value, drawn per sample?)"""
+
+
+def tile_report(preset: Preset, record: SampleRecord,
+                catalog: Catalog = CATALOG) -> list[StepReport]:
+    """Every step of ``preset`` for the sample behind ``record``."""
+    out = []
+    for i, step in enumerate(preset.steps):
+        spec = catalog[step.op]
+        fired = record.fired.get(i, True) if step.enabled else None
+        drawn = record.values.get(i, {})
+        values = []
+        for p in spec.params:
+            v = step.params[p.name]
+            if p.name in drawn:
+                value = drawn[p.name]
+                if p.kind == "bool":
+                    value = bool(value)
+                values.append((p.name, value, True))
+            elif not is_random(v):
+                values.append((p.name, v, False))
+        out.append(StepReport(i, step.op, step.enabled, step.probability, fired, values))
+    return out
+
+
+def report_html(reports: list[StepReport]) -> str:
+    """The report as an HTML table (user-visible strings escaped)."""
+    if not reports:
+        return "<i>no steps: the tile is the original image</i>"
+    rows = []
+    for r in reports:
+        if r.fired is None:
+            state, colour = "disabled", "#888"
+        elif r.fired:
+            state = "fired" if r.probability < 1 else "always"
+            colour = "#2e7d32"
+        else:
+            state, colour = "skipped (values drawn, not applied)", "#c62828"
+        vals = ", ".join(
+            f"{escape(n)}=<b>{escape(_fmt(v))}</b>{'*' if drawn else ''}"
+            for n, v, drawn in r.values) or "&ndash;"
+        prob = "" if r.probability >= 1 else f" (p={r.probability:g})"
+        rows.append(f"<tr><td>{r.index}</td><td>{escape(r.op)}{prob}</td>"
+                    f'<td style="color:{colour}">{state}</td><td>{vals}</td></tr>')
+    return ('<table style="font-size:12px;border-collapse:collapse" cellpadding="3">'
+            "<tr><th>#</th><th>step</th><th>on this tile</th><th>values "
+            "(* drawn for this sample)</th></tr>" + "".join(rows) + "</table>")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+class Inspector:
+    """The panel under the grid; hidden until a tile is clicked."""
+
+    def __init__(self) -> None:
+        self.title = w.HTML()
+        self.before = w.Image(format="png", layout=w.Layout(width=f"{INSPECT_PX}px"))
+        self.after = w.Image(format="png", layout=w.Layout(width=f"{INSPECT_PX}px"))
+        self.table = w.HTML()
+        self.histogram = style.classed(w.Image(format="png", layout=w.Layout(
+            width="540px")), style.HISTOGRAM)
+        self.close_button = w.Button(description="\u2715", tooltip="close the inspector",
+                                     layout=w.Layout(width="36px"))
+        self.close_button.on_click(lambda _: self.hide())
+        self.selected: tuple[int, int] | None = None
+        self.reports: list[StepReport] = []
+        self.widget = style.classed(w.VBox([
+            w.HBox([self.title, self.close_button], layout=w.Layout(
+                justify_content="space-between")),
+            w.HBox([self.before, self.after]), self.table, self.histogram,
+        ], layout=w.Layout(display="none", border="1px solid #bbb", padding="4px")),
+            style.INSPECTOR)
+
+    def show(self, image: int, draw: int, name: str, seed: int, preset: Preset,
+             record: SampleRecord, original: np.ndarray, tile: np.ndarray) -> None:
+        self.selected = (image, draw)
+        self.reports = tile_report(preset, record)
+        self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
+                            f" &middot; {tile.shape[1]}x{tile.shape[0]}")
+        self.before.value = encode(original, "png", max_side=2 * INSPECT_PX)
+        self.after.value = encode(tile, "png", max_side=2 * INSPECT_PX)
+        self.table.value = report_html(self.reports)
+        self.histogram.value = histogram_png(original, tile)
+        self.widget.layout.display = None
+
+    def hide(self) -> None:
+        self.selected = None
+        self.widget.layout.display = "none"

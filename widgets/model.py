@@ -1,0 +1,199 @@
+"""The user's pipeline behind the widgets: always a valid preset, every edit undoable.
+
+Each edit builds the candidate preset as plain data and runs it through
+:func:`pipelines.preset.load`, the same validation as preset files, so the pipeline held here
+can never be invalid: a rejected edit raises :class:`PresetError` naming the step, operator,
+parameter and value, and leaves the pipeline as it was. Widgets listen for :class:`Change`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from pipelines.catalog import CATALOG, Catalog
+from pipelines.preset import Choice, Preset, PresetError, Uniform, load, new_step, value_to_json
+
+from .history import History
+
+ChangeKind = Literal["structure", "value", "seed", "meta", "restore"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an edit touched. ``structure``: steps added, removed, moved, enabled or disabled;
+    ``value``: a parameter or probability of step ``step``; ``restore``: undo, redo or load."""
+
+    kind: ChangeKind
+    step: int | None = None
+    param: str | None = None
+
+
+Listener = Callable[[Change], None]
+
+
+def empty_preset() -> Preset:
+    return Preset()
+
+
+class ChainModel:
+    """Holds the preset, validates and records edits, and tells listeners about them."""
+
+    def __init__(self, preset: Preset | None = None, catalog: Catalog = CATALOG) -> None:
+        self.catalog = catalog
+        self._preset = preset.copy() if preset is not None else empty_preset()
+        self.history = History(self._preset.to_json(indent=None))
+        self._listeners: list[Listener] = []
+
+    # ---- reading ------------------------------------------------------------------------------
+
+    @property
+    def preset(self) -> Preset:
+        """The live preset (do not mutate; use the edit methods)."""
+        return self._preset
+
+    def __len__(self) -> int:
+        return len(self._preset.steps)
+
+    def listen(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    # ---- edits --------------------------------------------------------------------------------
+
+    def add_step(self, op: str, params: dict[str, Any] | None = None, *,
+                 probability: float = 1.0, at: int | None = None) -> int:
+        """Insert a step (at the end by default) with defaults overridden by ``params``."""
+        if op not in self.catalog:
+            near = [n for n in self.catalog if op.split(".")[-1] in n][:5]
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise PresetError([f"unknown operator {op!r}{hint}"])
+        index = len(self) if at is None else self._check_index(at, insert=True)
+        step = new_step(op, self.catalog)
+        data = self._data()
+        raw = {"op": op, "probability": probability, "enabled": True,
+               "params": {k: value_to_json(v) for k, v in step.params.items()}}
+        raw["params"].update({k: _json_value(v) for k, v in (params or {}).items()})
+        data["steps"].insert(index, raw)
+        self._commit(data, Change("structure", index))
+        return index
+
+    def duplicate_step(self, index: int) -> int:
+        """Copy step ``index`` right after itself; returns the copy's index."""
+        self._check_index(index)
+        data = self._data()
+        data["steps"].insert(index + 1, copy.deepcopy(data["steps"][index]))
+        self._commit(data, Change("structure", index + 1))
+        return index + 1
+
+    def remove_step(self, index: int) -> None:
+        self._check_index(index)
+        data = self._data()
+        del data["steps"][index]
+        self._commit(data, Change("structure", index))
+
+    def move_step(self, index: int, delta: int) -> int:
+        """Move a step up (delta < 0) or down, clamped to the chain; returns its new index."""
+        self._check_index(index)
+        target = max(0, min(len(self) - 1, index + delta))
+        if target == index:
+            return index
+        data = self._data()
+        step = data["steps"].pop(index)
+        data["steps"].insert(target, step)
+        self._commit(data, Change("structure", target))
+        return target
+
+    def set_param(self, index: int, name: str, value: Any) -> None:
+        """Set one parameter: a literal, a :class:`Uniform`/:class:`Choice`, or their JSON."""
+        self._check_index(index)
+        spec = self.catalog[self._preset.steps[index].op]
+        if name not in {p.name for p in spec.params}:
+            allowed = ", ".join(p.name for p in spec.params) or "none"
+            raise PresetError([f"step {index} ({spec.name}): unknown parameter {name!r} "
+                               f"(parameters: {allowed})"])
+        data = self._data()
+        data["steps"][index]["params"][name] = _json_value(value)
+        # one undo entry per drag; switching fixed / range / list starts a new one
+        key = ("param", index, name, type(value).__name__)
+        self._commit(data, Change("value", index, name), key=key)
+
+    def set_probability(self, index: int, probability: float) -> None:
+        self._check_index(index)
+        data = self._data()
+        data["steps"][index]["probability"] = probability
+        old = self._preset.steps[index].probability
+        kind: ChangeKind = "structure" if (old >= 1) != (probability >= 1) else "value"
+        self._commit(data, Change(kind, index, "probability"), key=("probability", index))
+
+    def set_enabled(self, index: int, enabled: bool) -> None:
+        self._check_index(index)
+        data = self._data()
+        data["steps"][index]["enabled"] = enabled
+        self._commit(data, Change("structure", index))
+
+    def set_seed(self, seed: int) -> None:
+        data = self._data()
+        data["seed"] = seed
+        self._commit(data, Change("seed"))  # each new draw is its own undo step
+
+    def set_name(self, name: str) -> None:
+        data = self._data()
+        data["name"] = name
+        self._commit(data, Change("meta"), key=("name",))
+
+    def replace(self, source: Any) -> None:
+        """Load a preset (path, JSON text, dict or Preset); the old one stays undoable."""
+        preset = load(source, self.catalog)
+        self._set(preset, Change("restore"), record=True)
+
+    def undo(self) -> bool:
+        state = self.history.undo()
+        if state is None:
+            return False
+        self._set(load(state, self.catalog), Change("restore"), record=False)
+        return True
+
+    def redo(self) -> bool:
+        state = self.history.redo()
+        if state is None:
+            return False
+        self._set(load(state, self.catalog), Change("restore"), record=False)
+        return True
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _data(self) -> dict[str, Any]:
+        return self._preset.to_dict()
+
+    def _check_index(self, index: int, insert: bool = False) -> int:
+        n = len(self) + (1 if insert else 0)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+            raise IndexError(f"step {index!r} does not exist; the chain has {len(self)} "
+                             f"step(s) (indices 0 to {len(self) - 1})")
+        return index
+
+    def _commit(self, data: dict[str, Any], change: Change,
+                key: Hashable | None = None) -> None:
+        self._set(load(data, self.catalog), change, record=True, key=key)
+
+    def _set(self, preset: Preset, change: Change, *, record: bool,
+             key: Hashable | None = None) -> None:
+        self._preset = preset
+        if record:
+            self.history.record(preset.to_json(indent=None), key)
+        for fn in list(self._listeners):
+            fn(change)
+
+
+def _json_value(value: Any) -> Any:
+    """Preset JSON of a parameter value given as a literal, Uniform, Choice or JSON form
+    (numpy scalars, which sliders and arrays hand out, become Python numbers)."""
+    if isinstance(value, (Uniform, Choice)):
+        return value.to_json()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

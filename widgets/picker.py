@@ -1,0 +1,148 @@
+"""The operator picker: a search box over category tabs, one row per catalog operator.
+
+Rows show the operator's one-line description and a tiny live thumbnail of its effect
+(rendered when its tab or search result is first shown: ``on_visible``).
+Operators the preview device cannot run stay visible, disabled, with the catalog's reason.
+Clicking "add" or pressing Enter in the search box (first available match) adds a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+import ipywidgets as w
+
+from pipelines.catalog import CATALOG, CATEGORIES, Catalog, OpSpec
+
+from . import style
+
+ALL = "all"
+
+
+def unavailable_reason(spec: OpSpec, device: str) -> str:
+    """Why ``spec`` cannot be previewed on ``device`` ("" when it can)."""
+    if device in spec.devices:
+        return ""
+    why = spec.gpu_reason or f"DALI implements it only on {', '.join(sorted(spec.devices))}"
+    return f"not available on {device.upper()}: {why}"
+
+
+class PickerItem:
+    """One operator row."""
+
+    def __init__(self, spec: OpSpec, device: str, on_add: Callable[[str], None]) -> None:
+        self.spec = spec
+        self.reason = unavailable_reason(spec, device)
+        self.thumb = style.classed(w.Image(format="jpeg", layout=w.Layout(
+            width="48px", height="48px", min_width="48px")), style.PICKER_THUMB)
+        note = (f'<div class="{style.ERROR}" style="font-size:11px">{escape(self.reason)}</div>'
+                if self.reason else "")
+        self.text = w.HTML(
+            f"<b>{escape(spec.name)}</b> <span style='opacity:.6;font-size:11px'>"
+            f"{escape(spec.category)}</span><div style='font-size:12px;line-height:1.2'>"
+            f"{escape(spec.doc)}</div>{note}", tooltip=self.reason or spec.doc,
+            layout=w.Layout(flex="1 1 auto", margin="0 4px"))
+        self.add = style.classed(w.Button(
+            description="add", icon="plus", disabled=bool(self.reason),
+            tooltip=self.reason or f"add a {spec.name} step to the chain",
+            layout=w.Layout(width="70px", min_width="70px")), style.PICKER_ADD)
+        self.add.on_click(lambda _: on_add(spec.name))
+        self.widget = style.classed(w.HBox([self.thumb, self.text, self.add], layout=w.Layout(
+            align_items="center", padding="2px 0")), style.PICKER_ITEM)
+        if self.reason:
+            self.widget.add_class(style.PICKER_ITEM_DISABLED)
+
+    @property
+    def available(self) -> bool:
+        return not self.reason
+
+
+class Picker:
+    """Search box, results list and category tabs over every catalog operator."""
+
+    def __init__(self, device: str, on_add: Callable[[str], None],
+                 catalog: Catalog = CATALOG,
+                 on_visible: Callable[[list[str]], None] | None = None) -> None:
+        self.catalog = catalog
+        self.on_add = on_add
+        self.on_visible = on_visible
+        self.items: dict[str, PickerItem] = {
+            name: PickerItem(spec, device, on_add) for name, spec in catalog.items()}
+        self.search = style.classed(w.Text(
+            placeholder="search operators (Enter adds the first match)",
+            continuous_update=True, layout=w.Layout(width="100%")), style.PICKER_SEARCH)
+        self.search.observe(lambda _: self._filter(), "value")
+        self.search.on_msg(self._on_msg)
+        self.results = w.VBox(layout=w.Layout(display="none", max_height="360px",
+                                              overflow="auto"))
+        self.hint = w.HTML()
+        categories = [c for c in CATEGORIES if catalog_has(catalog, c)]
+        self.tabs = w.Tab(children=[
+            w.VBox([self.items[s.name].widget for s in catalog.by_category(c)],
+                   layout=w.Layout(max_height="360px", overflow="auto"))
+            for c in categories])
+        self.tabs.titles = tuple(categories)
+        self.tabs.observe(lambda _: self._announce(), "selected_index")
+        self.categories = categories
+        self.widget = style.classed(w.VBox([self.search, self.hint, self.results, self.tabs]),
+                                    style.PICKER)
+
+    def matches(self, text: str | None = None) -> list[str]:
+        """Operators whose name or description contains ``text`` (all when empty)."""
+        t = self.search.value if text is None else text
+        if not t.strip():
+            return list(self.items)
+        return [s.name for s in self.catalog.search(t)]
+
+    def visible(self) -> list[str]:
+        """Operators on screen: the search results, else the selected category tab."""
+        if self.search.value.strip():
+            return self.matches()
+        index = self.tabs.selected_index or 0
+        if not self.categories:
+            return []
+        return [s.name for s in self.catalog.by_category(self.categories[index])]
+
+    def submit(self) -> str | None:
+        """Enter in the search box: add the first available match; returns its name."""
+        for name in self.matches():
+            if self.items[name].available:
+                self.on_add(name)
+                return name
+        self.hint.value = (f'<span class="{style.ERROR}">no available operator matches '
+                           f"{escape(self.search.value)!s}</span>")
+        return None
+
+    def set_thumbnail(self, op: str, data: bytes) -> None:
+        self.items[op].thumb.value = data
+
+    def _announce(self) -> None:
+        if self.on_visible is not None:
+            self.on_visible(self.visible())
+
+    def _filter(self) -> None:
+        self._announce()
+        text = self.search.value.strip()
+        if not text:
+            self.results.layout.display = "none"
+            self.tabs.layout.display = None
+            self.hint.value = ""
+            return
+        names = self.matches(text)
+        self.results.children = [self.items[n].widget for n in names]
+        self.results.layout.display = None
+        self.tabs.layout.display = "none"
+        first = next((n for n in names if self.items[n].available), None)
+        self.hint.value = (f"<span style='font-size:12px'>{len(names)} match(es); Enter adds "
+                           f"<b>{escape(first)}</b></span>" if first else
+                           f"<span class='{style.ERROR}'>no available operator matches</span>")
+
+    def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        if content.get("event") == "submit":
+            self.submit()
+
+
+def catalog_has(catalog: Catalog, category: str) -> bool:
+    return bool(catalog.by_category(category))

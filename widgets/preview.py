@@ -1,0 +1,166 @@
+"""The preview grid: rows are images, the first column the original, then K draws.
+
+Tiles are ``ipywidgets.Image`` widgets whose bytes are replaced in place when a render lands,
+so the layout never jumps while a slider is dragged. A tile's caption says which steps fired
+on it; clicking the caption opens the inspector. The grid widgets are rebuilt only when the
+number of images or draws changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+import ipywidgets as w
+
+from . import style
+
+SIZES: tuple[tuple[str, int], ...] = (
+    ("128 px", 128), ("192 px", 192), ("256 px", 256), ("384 px", 384), ("512 px", 512),
+    ("original", 0),
+)
+"""Longest image side the preview decodes to; 0 = original size (exact export parity)."""
+MAX_DRAWS = 8
+TILE_PX = 168
+PARITY_NOTE = ("Draw 0 of every image is exactly the first batch of the exported pipeline "
+               "on the same files when the size is <b>original</b>; smaller sizes shrink the "
+               "inputs before augmenting (faster, close but not identical).")
+
+
+class PreviewGrid:
+    """Controls (draws, images, size, seed, new draw), the tile grid and the status line."""
+
+    def __init__(self, *, draws: int, count: int, max_images: int, size: int, seed: int,
+                 on_settings: Callable[[str, Any], None],
+                 on_inspect: Callable[[int, int], None]) -> None:
+        self.on_settings = on_settings
+        self.on_inspect = on_inspect
+        self._quiet = False
+        self.draws = style.classed(w.IntSlider(
+            value=draws, min=1, max=MAX_DRAWS, description="draws", continuous_update=False,
+            tooltip="independent random draws per image (columns)",
+            style={"description_width": "44px"}, layout=w.Layout(width="190px")), style.DRAWS)
+        self.count = style.classed(w.IntSlider(
+            value=count, min=1, max=max(1, max_images), description="images",
+            continuous_update=False, tooltip="how many images (rows) to preview",
+            style={"description_width": "48px"}, layout=w.Layout(width="190px")),
+            style.N_IMAGES)
+        self.size = style.classed(w.Dropdown(
+            options=list(SIZES), value=size if size in dict(SIZES).values() else 256,
+            description="size", tooltip="longest side the images are decoded to for the "
+            "preview; 'original' gives exact parity with the exported pipeline",
+            style={"description_width": "32px"}, layout=w.Layout(width="140px")), style.SIZE)
+        self.seed = style.classed(w.BoundedIntText(
+            value=seed, min=0, max=2**31 - 1, description="seed",
+            tooltip="the pipeline seed (saved in the preset and the exported code)",
+            style={"description_width": "34px"}, layout=w.Layout(width="150px")), style.SEED)
+        self.new_draw = style.classed(w.Button(
+            description="new draw", icon="dice", tooltip="pick a new random seed (the "
+            "exported code uses it too)", layout=w.Layout(width="110px")), style.NEW_DRAW)
+        self.status = style.classed(w.HTML(), style.STATUS)
+        self.error = style.classed(w.HTML(layout=w.Layout(display="none")), style.ERROR)
+        note = w.HTML(f'<div style="opacity:.7;font-size:12px">{PARITY_NOTE}</div>')
+        self.rows = w.VBox()
+        controls = w.HBox([self.draws, self.count, self.size, self.seed, self.new_draw],
+                          layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        self.widget = style.classed(w.VBox([controls, note, self.status, self.error, self.rows]),
+                                    style.PREVIEW)
+        self.originals: list[w.Image] = []
+        self.tiles: list[list[w.Image]] = []
+        self.captions: list[list[w.Button]] = []
+        self.names: list[w.HTML] = []
+        for name, wd in (("draws", self.draws), ("count", self.count), ("size", self.size),
+                         ("seed", self.seed)):
+            wd.observe(self._forward(name), "value")
+        self.new_draw.on_click(lambda _: self.on_settings("new_draw", None))
+
+    # ---- shape --------------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(images, draws) the grid currently has tiles for."""
+        return len(self.tiles), (len(self.tiles[0]) if self.tiles else 0)
+
+    def layout(self, n: int, draws: int) -> None:
+        """Rebuild the tile widgets for n images x draws (blank until a render lands)."""
+        if (n, draws) == self.shape:
+            return
+        old = self.rows.children
+        self.originals, self.tiles, self.captions, self.names = [], [], [], []
+        rows = []
+        size = f"{TILE_PX}px"
+        for i in range(n):
+            original = style.classed(w.Image(format="jpeg", layout=w.Layout(
+                width=size, height=size)), style.PREVIEW_ORIGINAL)
+            name = w.HTML(layout=w.Layout(width=size, overflow="hidden"))
+            cells = [w.VBox([original, name])]
+            tiles, captions = [], []
+            for d in range(draws):
+                tile = style.classed(w.Image(format="jpeg", layout=w.Layout(
+                    width=size, height=size)), style.PREVIEW_TILE)
+                caption = style.classed(w.Button(
+                    description=f"draw {d}", tooltip="inspect this tile: which steps fired, "
+                    "the sampled values and before/after histograms",
+                    layout=w.Layout(width=size, height="24px")), style.TILE_INSPECT)
+                caption.on_click(self._inspect(i, d))
+                cells.append(w.VBox([tile, caption]))
+                tiles.append(tile)
+                captions.append(caption)
+            self.originals.append(original)
+            self.names.append(name)
+            self.tiles.append(tiles)
+            self.captions.append(captions)
+            rows.append(w.HBox(cells, layout=w.Layout(flex_flow="row nowrap")))
+        self.rows.children = rows
+        for row in old:
+            style.close_tree(row)
+
+    # ---- content ------------------------------------------------------------------------------
+
+    def show_originals(self, images: list[bytes], names: list[str]) -> None:
+        for i, (img, name) in enumerate(zip(self.originals, self.names, strict=True)):
+            if i < len(images):
+                img.value = images[i]
+                name.value = (f'<div title="{escape(names[i])}" style="font-size:11px;'
+                              f'white-space:nowrap;overflow:hidden;text-overflow:ellipsis">'
+                              f"{escape(names[i])}</div>")
+
+    def show_tiles(self, tiles: list[list[bytes]], captions: list[list[str]]) -> None:
+        """``tiles[i][d]``: bytes of draw d of image i (shape must match :attr:`shape`)."""
+        for i, row in enumerate(tiles):
+            for d, data in enumerate(row):
+                self.tiles[i][d].value = data
+                self.captions[i][d].description = captions[i][d]
+
+    def show_error(self, message: str | None) -> None:
+        """A render failure not tied to one step, above the (kept) last good tiles."""
+        self.error.value = f"<b>render failed:</b> {escape(message)}" if message else ""
+        self.error.layout.display = None if message else "none"
+
+    def set_values(self, **values: Any) -> None:
+        """Show settings changed elsewhere (seed after undo, count clamped to the images)."""
+        self._quiet = True
+        try:
+            for name, value in values.items():
+                wd = getattr(self, name)
+                if name == "count":
+                    wd.max = max(1, value[1])
+                    value = value[0]
+                wd.value = value
+        finally:
+            self._quiet = False
+
+    def close(self) -> None:
+        style.close_tree(self.widget)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _forward(self, name: str) -> Callable[[dict[str, Any]], None]:
+        def handler(change: dict[str, Any]) -> None:
+            if not self._quiet:
+                self.on_settings(name, change["new"])
+        return handler
+
+    def _inspect(self, i: int, d: int) -> Callable[[w.Button], None]:
+        return lambda _: self.on_inspect(i, d)

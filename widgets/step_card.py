@@ -1,0 +1,179 @@
+"""One card per step of the chain: header actions plus one control per parameter.
+
+The card is generated from the operator's catalog entry: the magnitude parameter first (the
+one the catalog names as the operator's strength), then the others in declaration order.
+Edits go to the builder through :class:`CardActions`; a refused value is shown next to its
+control and a render failure of this step next to the card's title.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Protocol
+
+import ipywidgets as w
+
+from pipelines.catalog import OpSpec
+from pipelines.preset import PresetError, Step
+
+from . import style
+from .controls import ParamControl
+from .param_values import describe_value
+
+EXPANDED, COLLAPSED = "\u25be", "\u25b8"
+
+
+class CardActions(Protocol):
+    """What a card asks of the builder (indices are the step's position in the chain)."""
+
+    def set_param(self, index: int, name: str, value: Any) -> None: ...
+    def set_probability(self, index: int, probability: float) -> None: ...
+    def set_enabled(self, index: int, enabled: bool) -> None: ...
+    def duplicate_step(self, index: int) -> int: ...
+    def move_step(self, index: int, delta: int) -> int: ...
+    def remove_step(self, index: int) -> None: ...
+
+
+def _button(label: str, tip: str, css: str) -> w.Button:
+    """A small text button: Unicode symbols need no icon font (Voila may have none offline)."""
+    return style.classed(w.Button(description=label, tooltip=tip, layout=w.Layout(
+        width="30px", min_width="30px", padding="0")), css)
+
+
+class StepCard:
+    """Widgets of step ``index``; rebuilt when the chain's structure changes."""
+
+    def __init__(self, index: int, step: Step, spec: OpSpec, actions: CardActions, *,
+                 count: int, collapsed: bool = False, unavailable: str = "") -> None:
+        self.index = index
+        self.spec = spec
+        self.actions = actions
+        self._quiet = False
+        self.enabled = style.classed(w.Checkbox(
+            value=step.enabled, indent=False, tooltip="enable / disable this step (disabled "
+            "steps are kept in the preset but neither previewed nor exported)",
+            layout=w.Layout(width="22px")), style.STEP_ENABLED)
+        self.title = style.classed(w.HTML(tooltip=spec.doc, layout=w.Layout(
+            flex="1 1 auto", min_width="0")), style.STEP_TITLE)
+        self.probability = style.classed(w.FloatSlider(
+            value=step.probability, min=0, max=1, step=0.01, description="p",
+            readout_format=".2f", continuous_update=True,
+            tooltip="apply probability: the step fires on this fraction of samples "
+                    "(a per-sample coin flip)",
+            style={"description_width": "14px"},
+            layout=w.Layout(width="180px", min_width="180px")), style.STEP_PROBABILITY)
+        self.collapse = _button(EXPANDED, "collapse / expand", style.STEP_COLLAPSE)
+        self.duplicate = _button("\u2750", "duplicate this step", style.STEP_DUPLICATE)
+        self.up = _button("\u2191", "move up", style.STEP_UP)
+        self.down = _button("\u2193", "move down", style.STEP_DOWN)
+        self.remove = _button("\u2715", "remove this step", style.STEP_REMOVE)
+        self.up.disabled = index == 0
+        self.down.disabled = index == count - 1
+        header = w.HBox([self.enabled, self.title, self.probability, self.collapse,
+                         self.duplicate, self.up, self.down, self.remove],
+                        layout=w.Layout(align_items="center"))
+        self.summary = w.HTML(layout=w.Layout(display="none"))
+        self.error = style.classed(w.HTML(layout=w.Layout(display="none")), style.ERROR,
+                                   style.STEP_ERROR)
+        note = "" if not unavailable else (
+            f'<div class="{style.ERROR}">{escape(unavailable)}</div>')
+        doc = w.HTML(f'<div style="opacity:.7;font-size:12px">{escape(spec.doc)} '
+                     f"<i>({escape(spec.category)})</i></div>{note}")
+        self.controls: dict[str, ParamControl] = {}
+        ordered = sorted(spec.params, key=lambda p: p.name != spec.magnitude)
+        for p in ordered:
+            symmetric = p.neutral if (spec.signed and p.neutral is not None
+                                      and p.kind in ("float", "int")) else None
+            self.controls[p.name] = ParamControl(
+                p, step.params[p.name], self._on_param, magnitude=p.name == spec.magnitude,
+                symmetric_about=symmetric)
+        self.body = w.VBox([doc] + [c.widget for c in self.controls.values()])
+        self.widget = style.classed(w.VBox([header, self.summary, self.error, self.body]),
+                                    style.STEP_CARD)
+        self.enabled.observe(self._on_enabled, "value")
+        self.probability.observe(self._on_probability, "value")
+        self.collapse.on_click(lambda _: self.set_collapsed(not self.collapsed))
+        self.duplicate.on_click(lambda _: self.actions.duplicate_step(self.index))
+        self.up.on_click(lambda _: self.actions.move_step(self.index, -1))
+        self.down.on_click(lambda _: self.actions.move_step(self.index, 1))
+        self.remove.on_click(lambda _: self.actions.remove_step(self.index))
+        self.collapsed = False
+        self.sync(step)
+        self.set_collapsed(collapsed)
+
+    # ---- public -------------------------------------------------------------------------------
+
+    def sync(self, step: Step) -> None:
+        """Show the pipeline's values for this step (no-ops for values already shown)."""
+        self.step = step
+        self._quiet = True
+        try:
+            self.enabled.value = step.enabled
+            self.probability.value = step.probability
+        finally:
+            self._quiet = False
+        for name, control in self.controls.items():
+            control.set_value(step.params[name])
+        p_text = "" if step.probability >= 1 else f" &middot; p={step.probability:g}"
+        self.title.value = (f"<b>{self.index}. {escape(self.spec.name)}</b>"
+                            f'<span style="opacity:.6">{p_text}</span>')
+        if step.enabled:
+            self.widget.remove_class(style.STEP_DISABLED)
+        else:
+            self.widget.add_class(style.STEP_DISABLED)
+        self.summary.value = self._summary(step)
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        self.collapsed = collapsed
+        self.body.layout.display = "none" if collapsed else None
+        self.summary.layout.display = None if collapsed else "none"
+        self.collapse.description = COLLAPSED if collapsed else EXPANDED
+
+    def show_error(self, message: str | None) -> None:
+        """A render failure caused by this step (None clears it); expands the card."""
+        if message:
+            self.error.value = f"<b>render failed:</b> {escape(message)}"
+            self.error.layout.display = None
+            self.widget.add_class(style.STEP_CARD_ERROR)
+            self.set_collapsed(False)
+        else:
+            self.error.value = ""
+            self.error.layout.display = "none"
+            self.widget.remove_class(style.STEP_CARD_ERROR)
+
+    @property
+    def error_text(self) -> str:
+        return self.error.value
+
+    def close(self) -> None:
+        style.close_tree(self.widget)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _summary(self, step: Step) -> str:
+        if not self.spec.params:
+            return ""
+        name = self.spec.magnitude or self.spec.params[0].name
+        p = self.spec.param(name)
+        text = f"{name}: {describe_value(p, step.params[name])}"
+        return f'<span style="opacity:.75;font-size:12px">{escape(text)}</span>'
+
+    def _on_param(self, name: str, value: Any) -> None:
+        control = self.controls[name]
+        try:
+            self.actions.set_param(self.index, name, value)
+        except PresetError as e:  # refused: show why, and the value the pipeline kept
+            control.set_value(self.step.params[name], force=True)
+            control.show_error("; ".join(e.problems) + " (kept "
+                               f"{describe_value(control.param, control.value)})")
+        else:
+            control.show_error(None)
+
+    def _on_enabled(self, change: dict[str, Any]) -> None:
+        if not self._quiet:
+            self.actions.set_enabled(self.index, bool(change["new"]))
+
+    def _on_probability(self, change: dict[str, Any]) -> None:
+        value = round(float(change["new"]), 6)  # no binary noise from the browser's slider
+        if not self._quiet and value != self.step.probability:
+            self.actions.set_probability(self.index, value)

@@ -1,0 +1,136 @@
+"""CSS class names (stable hooks for browser tests and theming) and the builder's stylesheet.
+
+Every class the UI sets is named here once, so tests and the gallery app can rely on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+
+import ipywidgets as w
+
+BUILDER = "dg-builder"
+STYLE = "dg-style"
+TOOLBAR = "dg-toolbar"
+UNDO = "dg-undo"
+REDO = "dg-redo"
+STATUS = "dg-status"
+RESTORE = "dg-restore"
+ERROR = "dg-error"
+
+STEP_CARD = "dg-step-card"
+STEP_CARD_ERROR = "dg-step-card-error"
+STEP_DISABLED = "dg-step-disabled"
+STEP_TITLE = "dg-step-title"
+STEP_ENABLED = "dg-step-enabled"
+STEP_PROBABILITY = "dg-step-probability"
+STEP_COLLAPSE = "dg-step-collapse"
+STEP_DUPLICATE = "dg-step-duplicate"
+STEP_UP = "dg-step-up"
+STEP_DOWN = "dg-step-down"
+STEP_REMOVE = "dg-step-remove"
+STEP_ERROR = "dg-step-error"
+CHAIN = "dg-chain"
+
+PARAM = "dg-param"
+MAGNITUDE = "dg-magnitude"
+PARAM_MODE = "dg-param-mode"
+PARAM_SYMMETRIC = "dg-param-symmetric"
+PARAM_ERROR = "dg-param-error"
+
+PICKER = "dg-picker"
+PICKER_SEARCH = "dg-picker-search"
+PICKER_ITEM = "dg-picker-item"
+PICKER_ITEM_DISABLED = "dg-picker-item-disabled"
+PICKER_ADD = "dg-picker-add"
+PICKER_THUMB = "dg-picker-thumb"
+
+PREVIEW = "dg-preview"
+PREVIEW_TILE = "dg-preview-tile"
+PREVIEW_ORIGINAL = "dg-preview-original"
+TILE_INSPECT = "dg-tile-inspect"
+NEW_DRAW = "dg-new-draw"
+SEED = "dg-seed"
+DRAWS = "dg-draws"
+N_IMAGES = "dg-n-images"
+SIZE = "dg-size"
+INSPECTOR = "dg-inspector"
+HISTOGRAM = "dg-histogram"
+
+IMAGES = "dg-images"
+FOLDER = "dg-folder"
+FOLDER_LOAD = "dg-folder-load"
+UPLOAD = "dg-upload"
+SAMPLES = "dg-samples"
+IMAGE_PROBLEMS = "dg-image-problems"
+
+EXPORT = "dg-export"
+EXPORT_CODE = "dg-export-code"
+DOWNLOAD_PY = "dg-download-py"
+COPY_CODE = "dg-copy"
+DOWNLOAD_PRESET = "dg-download-preset"
+PRESET_UPLOAD = "dg-preset-upload"
+PRESET_NAME = "dg-preset-name"
+CLI = "dg-cli"
+
+
+def param_class(name: str) -> str:
+    """``dg-param-<name>``: one parameter's control in a step card."""
+    return f"dg-param-{name}"
+
+
+def classed(widget: w.DOMWidget, *classes: str) -> w.DOMWidget:
+    """Add CSS classes and return the widget (keeps construction code flat)."""
+    for c in classes:
+        widget.add_class(c)
+    return widget
+
+
+def error_html(lines: Iterable[str], title: str = "") -> str:
+    """Escaped error text for an HTML widget (user data such as file names is never markup)."""
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    head = f"<b>{escape(title)}</b>" if title else ""
+    ul = '<ul style="margin:2px 0 2px 18px;padding:0">'
+    return f'<div class="{ERROR}">{head}{ul}{items}</ul></div>'
+
+
+CSS = """
+.dg-builder { font-size: 13px; }
+.dg-step-card { border: 1px solid var(--jp-border-color1, #c8c8c8); border-radius: 6px;
+  padding: 2px 6px 4px 6px; margin: 3px 0; background: var(--jp-layout-color1, #fff); }
+.dg-step-card.dg-step-card-error { border-color: #c62828; box-shadow: 0 0 0 1px #c62828; }
+.dg-step-card.dg-step-disabled { opacity: 0.55; }
+.dg-error, .dg-error * { color: #c62828 !important; }
+.dg-param.dg-magnitude { background: var(--jp-layout-color2, #f3f6f9); border-radius: 4px; }
+.dg-preview-tile img, .dg-preview-original img { object-fit: contain; background: #222; }
+.dg-tile-inspect button, button.dg-tile-inspect { font-size: 11px; overflow: hidden;
+  text-overflow: ellipsis; white-space: nowrap; }
+.dg-picker-item { border-bottom: 1px solid var(--jp-border-color2, #e4e4e4); }
+.dg-picker-item-disabled { opacity: 0.6; }
+.dg-picker-thumb img { background: #222; }
+.dg-export-code pre { max-height: 420px; overflow: auto; font-size: 12px; margin: 0;
+  font-family: var(--jp-code-font-family, monospace); }
+.dg-cli pre { font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
+.dg-step-card .widget-button { font-size: 14px; }
+.dg-status { color: var(--jp-ui-font-color2, #666); }
+.dg-builder .widget-html-content { line-height: 1.35; }
+.dg-param-mode .widget-toggle-button { font-size: 11px; padding: 0 2px; }
+.dg-param-mode { margin-left: 4px; }
+.dg-picker .lm-TabBar-content { flex-wrap: wrap; }
+.dg-picker .lm-TabBar-tab { flex: 0 0 auto !important; min-width: 0 !important;
+  max-width: none !important; }
+.dg-picker .widget-tab-contents, .dg-picker .jupyter-widget-tab-contents { overflow: auto; }
+"""
+
+
+def close_tree(widget: w.Widget) -> None:
+    """Close a widget and its children (``close`` alone leaves the children's comms open)."""
+    for child in getattr(widget, "children", ()):
+        close_tree(child)
+    widget.close()
+
+
+def stylesheet() -> w.HTML:
+    """A (visually empty) HTML widget carrying the stylesheet, placed inside the builder."""
+    return classed(w.HTML(f"<style>{CSS}</style>"), STYLE)
