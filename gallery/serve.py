@@ -8,13 +8,17 @@ What the settings do (see ``voila_command`` for the flags):
 * single-notebook mode: only ``GALLERY_NOTEBOOK`` can be rendered; the Jupyter contents, files,
   tree, terminals, sessions and kernel-listing APIs do not exist on this server (Voilà answers
   those URLs with a redirect to ``/voila/files/...``, which is refused);
-* sources stripped and no tracebacks sent to the page;
-* ``/voila/files/`` serves nothing (empty allowlist *and* a deny-all denylist): the app sends
-  images as widget bytes over the kernel websocket and needs no static files of its own;
+* sources stripped and no tracebacks sent to the page; template and theme are not taken from
+  the URL (Voilà 0.5.13 reflects ``?theme=`` unescaped into the page);
+* ``/voila/files/`` serves nothing (an allowlist that matches nothing *and* a deny-all
+  denylist): the app sends images as widget bytes over the kernel websocket and needs no static
+  files of its own;
 * bound to 127.0.0.1 by default, no port hopping (``port_retries=0``), and on a loopback address
   the ``Host`` header must be local too (blocks DNS-rebinding pages from driving the kernel);
 * idle kernels are culled (every page load starts one);
-* websocket messages (widget comms, uploads included) are capped in size;
+* websocket messages (widget comms, uploads included) are capped in size, and only the v1 kernel
+  websocket protocol is spoken, with its frames checked (``V1OnlyKernelWebsocketConnection``
+  closes two ways a single client could freeze the whole server);
 * the kernel learns its image folder from ``DALI_GALLERY_IMAGES`` and the folder the app's picker
   may browse from ``DALI_GALLERY_ALLOWED_ROOT`` (both absolute and resolved);
 * a token, when given, travels in ``JUPYTER_TOKEN`` (read by ``--token``), not as a visible
@@ -45,11 +49,13 @@ __all__ = [
     "DEFAULT_IMAGES_DIR",
     "GALLERY_NOTEBOOK",
     "IMAGES_ENV",
+    "KERNEL_WS_PROTOCOL",
     "MAX_WS_MESSAGE_BYTES",
     "main_args",
     "run_from_args",
     "serve",
     "server_url",
+    "v1_frame_ok",
     "voila_command",
 ]
 
@@ -81,6 +87,90 @@ def _find_notebook() -> Path:
 
 #: The notebook ``dali-gallery serve`` renders.
 GALLERY_NOTEBOOK: Path = _find_notebook()
+
+#: The only kernel websocket protocol the server accepts (what Voilà's and Lab's front-ends use).
+KERNEL_WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+_MAX_V1_PARTS = 2 + 4 + 1024  # offsets: channel start/end + header, parent, metadata, content,
+# and up to 1024 binary buffers
+
+
+def v1_frame_ok(message: bytes | str) -> bool:
+    """Is ``message`` a well-formed v1 kernel websocket frame (as far as its offset table goes)?
+
+    jupyter_server's ``deserialize_msg_from_ws_v1`` trusts the first 8 bytes as the number of
+    offsets and loops that many times: one 72-byte message claiming 2**40 offsets blocks the
+    server's event loop and eats memory until it is killed (checked with jupyter_server 2.21).
+    """
+    if isinstance(message, str) or len(message) < 8:
+        return False
+    count = int.from_bytes(message[:8], "little")
+    table_end = 8 * (count + 1)
+    if not 3 <= count <= _MAX_V1_PARTS or table_end > len(message):
+        return False
+    offsets = [int.from_bytes(message[8 * i : 8 * (i + 1)], "little") for i in range(1, count + 1)]
+    return offsets[0] == table_end and offsets == sorted(offsets) and offsets[-1] <= len(message)
+
+
+def _make_connection_class() -> type:
+    from jupyter_server.services.kernels.connection.channels import (
+        ZMQChannelsWebsocketConnection,
+    )
+
+    class V1OnlyKernelWebsocketConnection(ZMQChannelsWebsocketConnection):
+        """Kernel websocket connection that only speaks the v1 protocol, and checks its frames.
+
+        * Clients that do not ask for the v1 subprotocol get the "legacy" protocol, on which
+          Voilà 0.5.13 misreads every outgoing binary message (widget images, any buffer) as a
+          v1 frame: the server then loops over a garbage offset count, freezing every page it
+          serves and growing without bound (20 GB in 10 minutes seen here). They are refused
+          (close code 1008) before anything is sent.
+        * Incoming v1 frames whose offset table does not fit the message are refused (close
+          1003) instead of being handed to jupyter_server's decoder (see ``v1_frame_ok``).
+        """
+
+        _refused = False
+
+        async def connect(self):  # type: ignore[override]
+            if self.subprotocol != KERNEL_WS_PROTOCOL:
+                self._refused = True
+                self.log.warning(
+                    "refusing a kernel websocket without the %s subprotocol", KERNEL_WS_PROTOCOL
+                )
+                self.websocket_handler.close(1008, f"only {KERNEL_WS_PROTOCOL} is supported")
+                return None
+            connected = super().connect()
+            if connected is not None:
+                await connected
+            return None
+
+        def disconnect(self):
+            if self._refused:  # never connected: do not decrement the kernel's connection count
+                return None
+            return super().disconnect()
+
+        def handle_incoming_message(self, incoming_msg):
+            if self._refused:
+                return None
+            if not v1_frame_ok(incoming_msg):
+                self.log.warning("closing a kernel websocket after a malformed v1 frame")
+                self.websocket_handler.close(1003, "malformed v1 frame")
+                return None
+            return super().handle_incoming_message(incoming_msg)
+
+    V1OnlyKernelWebsocketConnection.__module__ = "gallery.serve"
+    V1OnlyKernelWebsocketConnection.__qualname__ = "V1OnlyKernelWebsocketConnection"
+    return V1OnlyKernelWebsocketConnection
+
+
+def __getattr__(name: str):
+    # Built on first use so that importing gallery.serve (the CLI) does not import jupyter_server;
+    # the Voilà server process imports it by name through --Voila.kernel_websocket_connection_class.
+    if name == "V1OnlyKernelWebsocketConnection":
+        cls = _make_connection_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 _ALL_INTERFACES = {"", "0.0.0.0", "::", "*"}
@@ -124,8 +214,10 @@ def voila_command(
 
     ``images_dir`` must lie inside ``allowed_root`` (default: ``images_dir`` itself).
     ``cull_idle_s=0`` disables culling. ``cull_connected=False`` (the default) culls only kernels
-    that no page is connected to any more (closed or crashed tabs, scripted page loads); a page
-    that stays open keeps its kernel however long it is idle.
+    that no page is connected to any more (closed or crashed tabs, scripted page loads, a laptop
+    gone to sleep) once they have been silent for ``cull_idle_s``, busy or not; a page that stays
+    open keeps its kernel however long it is idle (closing the page normally asks Voilà to shut
+    its kernel down at once).
     """
     notebook = Path(notebook).expanduser().resolve()
     if not notebook.is_file():
@@ -144,7 +236,16 @@ def voila_command(
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be > 0")
 
-    env_assignments = [f"{IMAGES_ENV}={images}", f"{ALLOWED_ROOT_ENV}={root}"]
+    # The server imports gallery.serve (the websocket connection class) and the kernels import
+    # the app: both must find this very copy of the package, installed or not.
+    python_path = os.pathsep.join(
+        p for p in (str(_PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")) if p
+    )
+    env_assignments = [
+        f"{IMAGES_ENV}={images}",
+        f"{ALLOWED_ROOT_ENV}={root}",
+        f"PYTHONPATH={python_path}",
+    ]
     tornado_settings = {
         # On a loopback address also demand a local Host header: a web page that rebinds its own
         # DNS name to 127.0.0.1 is then refused (403) instead of reaching the kernel.
@@ -155,6 +256,10 @@ def voila_command(
         "env",
         *env_assignments,
         python or sys.executable,
+        # Hide traitlets' "--X=[...] for containers is deprecated" notes about the literal forms
+        # below (this flag affects the server process only, not the kernels it starts).
+        "-W",
+        "ignore:--:DeprecationWarning:traitlets.traitlets",
         "-m",
         "voila",
         str(notebook),  # one notebook, not a folder: nothing else can be listed or run
@@ -165,18 +270,28 @@ def voila_command(
         "--Voila.root_dir=" + str(notebook.parent),
         "--VoilaConfiguration.strip_sources=True",
         "--VoilaConfiguration.show_tracebacks=False",
-        # ?template=... from a URL could pick any installed template; only the notebook may.
+        # Only the notebook's metadata may pick the template / theme, not the URL: ?template=
+        # could select any installed template, and Voilà 0.5.13 writes ?theme= unescaped into
+        # the page (`?theme="><script>...` is a reflected XSS on the kernel's origin).
         "--VoilaConfiguration.allow_template_override=NOTEBOOK",
-        # /voila/files/ serves nothing at all: empty allowlist, and a denylist matching anything.
-        "--VoilaConfiguration.file_allowlist=[]",
+        "--VoilaConfiguration.allow_theme_override=NOTEBOOK",
+        # /voila/files/ serves nothing at all: an allowlist pattern that matches no path (`(?!)`
+        # always fails), and a denylist pattern that matches every path.
+        r"--VoilaConfiguration.file_allowlist=\A(?!)",
         "--VoilaConfiguration.file_denylist=.*",
         "--VoilaConfiguration.preheat_kernel=False",
+        # v1 kernel websocket protocol only, with its frames checked: see
+        # V1OnlyKernelWebsocketConnection (the server process imports it from this module).
+        "--Voila.kernel_websocket_connection_class="
+        "gallery.serve.V1OnlyKernelWebsocketConnection",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
         f"--MappingKernelManager.cull_connected={bool(cull_connected)}",
-        "--MappingKernelManager.cull_busy=False",
-        # A dict literal is the only CLI form that keeps non-string values (traitlets 5 prints a
-        # DeprecationWarning for it, hidden by default); tests check that both settings work.
+        # a kernel stuck in a callback with nobody connected is culled too (no output for
+        # cull_idle_s counts as idle; a connected page still protects it unless cull_connected)
+        "--MappingKernelManager.cull_busy=True",
+        # A dict literal is the only CLI form that keeps non-string values (key=value items stay
+        # strings); tests check that both settings take effect.
         f"--Voila.tornado_settings={tornado_settings!r}",
     ]
     if token is not None:
@@ -259,7 +374,8 @@ def serve(
             stacklevel=2,
         )
     url = server_url(host, port, token)
-    print(f"dali-gallery: images from {cmd[1].split('=', 1)[1]}", flush=True)
+    env_values = dict(part.split("=", 1) for part in cmd[1:3])
+    print(f"dali-gallery: images from {env_values[IMAGES_ENV]}", flush=True)
     print(f"dali-gallery: starting {_redacted(cmd)}", flush=True)
 
     proc = subprocess.Popen(cmd, cwd=Path(notebook).resolve().parent)
@@ -347,4 +463,5 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # python -m gallery.serve [options]
-    sys.exit(run_from_args(main_args(argparse.ArgumentParser(prog="dali-gallery serve")).parse_args()))
+    _parser = main_args(argparse.ArgumentParser(prog="dali-gallery serve"))
+    sys.exit(run_from_args(_parser.parse_args()))

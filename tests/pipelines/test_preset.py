@@ -220,6 +220,8 @@ def test_any_document_loads_or_raises_preset_error_only(doc):
 @given(JSON)
 def test_arbitrary_json_never_crashes_the_loader(doc):
     try:
-        load(doc if isinstance(doc, dict) else json.dumps(doc))
-    except PresetError:
-        pass
+        preset = load(doc if isinstance(doc, dict) else json.dumps(doc))
+    except PresetError as e:
+        assert e.problems and all(isinstance(p, str) and p for p in e.problems)
+        return
+    assert load(preset.to_dict()).to_dict() == preset.to_dict()  # what loads, round-trips

@@ -1,0 +1,144 @@
+"""The Voilà app: tabs Gallery | Builder | Export over one image source shared by both views.
+
+The image-source control is the builder's own panel (bundled samples, a server folder inside
+the allowed root, uploads), shown above the tabs; whatever it loads into the builder is loaded
+into the gallery too, so both always show the same images. A source that yields no usable
+image leaves both views on their previous images and says why. ``dali-gallery serve`` tells
+the kernel its images and allowed root through environment variables (see ``gallery.serve``).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+
+from pipelines.device import describe
+from pipelines.images import ImageProblem
+from widgets.builder import Builder
+from widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
+
+from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
+from .view import GalleryView
+
+TAB_TITLES = ("Gallery", "Builder", "Export")
+GALLERY, BUILDER, EXPORT = range(3)
+
+
+def quiet_dali_deprecations() -> None:
+    """Drop the DeprecationWarnings DALI forces out when its own auto_aug modules use the
+    ``fn.experimental.filter/equalize`` aliases (DALI sets the filter itself, so
+    ``filterwarnings`` cannot); in a Voilà page they would be printed under the app on every
+    pipeline build, and users cannot act on them. Every other warning is shown as before."""
+    shown = warnings.showwarning
+    if getattr(shown, "_dali_gallery", False):
+        return
+
+    def showwarning(message: Warning | str, category: type[Warning], filename: str,
+                    lineno: int, file: Any = None, line: str | None = None) -> None:
+        if (issubclass(category, DeprecationWarning) and "is now deprecated" in str(message)
+                and "nvidia/dali/" in filename.replace("\\", "/")):
+            return
+        shown(message, category, filename, lineno, file, line)
+
+    showwarning._dali_gallery = True  # type: ignore[attr-defined]
+    warnings.showwarning = showwarning
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value) if value else None
+
+
+class App:
+    """The whole app as one widget tree (``.widget``); usable in Voilà, Lab or a script.
+
+    ``images``: a folder, file, paths or (name, bytes) uploads; default ``$DALI_GALLERY_IMAGES``
+    or the bundled samples. ``allowed_root``: the folder the image panel may browse; default
+    ``$DALI_GALLERY_ALLOWED_ROOT`` (None: any folder, for a local notebook).
+    """
+
+    def __init__(self, images: Any = None, allowed_root: str | Path | None = None,
+                 device: str = "auto", *, size: int = 256, gallery_images: int = 4,
+                 builder_images: int = 6) -> None:
+        quiet_dali_deprecations()
+        notes: list[str] = []
+        if images is None:
+            images = _env_path(IMAGES_ENV)
+            if images is not None and not images.is_dir():
+                notes.append(f"{IMAGES_ENV}={images} is not a folder; showing the bundled "
+                             "samples instead")
+                images = None
+        if allowed_root is None:
+            allowed_root = _env_path(ALLOWED_ROOT_ENV)
+        self.builder = Builder(images=images, device=device, allowed_root=allowed_root,
+                               max_images=builder_images, size=size)
+        self.device = self.builder.device
+        self.gallery = GalleryView(device=self.device, allowed_root=allowed_root, size=size,
+                                   max_images=gallery_images)
+        self.gallery.on_add(self._add_from_gallery)
+        panel = self.builder.images_panel
+        self._load_into_builder = panel.on_load
+        panel.on_load = self._load
+        source = source_from(images if images is not None else SAMPLES_DIR)
+        self.gallery.set_images(source.items, root=source.root)
+        self._build(panel.widget, notes)
+
+    def _build(self, images_panel: W.Widget, notes: list[str]) -> None:
+        self.tabs = W.Tab(children=[self.gallery.widget, self.builder.widget,
+                                    self.builder.export_panel])
+        self.tabs.titles = TAB_TITLES
+        self.tabs.add_class("dg-app-tabs")
+        self.images = W.Accordion(children=[images_panel], titles=("Images",),
+                                  selected_index=0)
+        self.images.add_class("dg-app-images")
+        self.message = W.HTML(
+            "".join(f'<div class="dg-error">{html.escape(n)}</div>' for n in notes))
+        self.message.add_class("dg-app-message")
+        head = W.HTML(
+            "<div style='opacity:.75'>Previews are rendered live by DALI on "
+            f"{html.escape(describe(self.device))}. Browse every operator in <b>Gallery</b> "
+            "(click a value to add it), chain them in <b>Builder</b>, take the training code "
+            "from <b>Export</b>.</div>")
+        self.widget = W.VBox([head, self.message, self.images, self.tabs])
+        self.widget.add_class("dg-app")
+
+    # ---- public API ---------------------------------------------------------------------------
+
+    def set_images(self, images: Any) -> list[ImageProblem]:
+        """Show these images in both views (trusted caller: no allowed-root check); a source
+        without any usable image keeps the previous images."""
+        return self._load(source_from(images))
+
+    def wait_idle(self, timeout: float = 120.0) -> bool:
+        """Block until the gallery and the builder preview are up to date."""
+        return self.gallery.wait_idle(timeout) and self.builder.wait_idle(timeout)
+
+    def close(self) -> None:
+        self.gallery.close()
+        self.builder.close()
+        self.widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ---- wiring -------------------------------------------------------------------------------
+
+    def _load(self, source: ImageSource) -> list[ImageProblem]:
+        """The image panel's action: the builder validates and loads; the gallery follows
+        only when the builder accepted at least one image."""
+        before = self.builder.renderer.version
+        problems = self._load_into_builder(source)
+        if self.builder.renderer.version != before:
+            self.gallery.set_images(source.items, root=source.root)
+        return problems
+
+    def _add_from_gallery(self, op: str, params: dict[str, Any]) -> None:
+        """A gallery "add" click: append the step with that magnitude and show the builder
+        (a refused step raises PresetError, which the gallery reports)."""
+        self.builder.add_step(op, **params)
+        self.tabs.selected_index = BUILDER

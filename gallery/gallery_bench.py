@@ -1,0 +1,149 @@
+"""``dali-gallery bench`` sections of the gallery layer.
+
+``gallery``: the full gallery render as the page sees it (every operator this device can run x 4
+magnitudes x 4 images of 256x256, DALI rows plus the JPEG strips and widgets), cold, from the
+moment the images are set. ``browser_latency`` (not a bench section: it needs Chromium and
+Playwright) measures slider input -> changed preview ``<img>`` in a real browser; the browser
+tests call it and so can any script.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .bench import EXTRA, bench_images
+
+GALLERY_TARGET_S = 15.0
+
+
+def _p95(values: list[float]) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(0.95 * len(s)))]
+
+
+def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
+    """Seconds to the first row and to the whole gallery, and per-row render times."""
+    from .view import GalleryView
+
+    images = bench_images(256, 4)
+    view = GalleryView(device=device, size=256, max_images=4)
+    t0 = time.perf_counter()
+    view.set_arrays(images)
+    if not view.wait_idle(600):
+        view.close()
+        return {"error": "the gallery did not finish within 600 s"}
+    wall = time.perf_counter() - t0
+    results = dict(view.results)
+    stats = dict(view.stats)
+    view.close()
+    rendered = {op: r for op, r in results.items() if r.ok}
+    row_ms = [r.ms for r in rendered.values()]
+    slowest = sorted(rendered.values(), key=lambda r: r.ms, reverse=True)[:3]
+    return {
+        "images": "4x256x256",
+        "operators_rendered": len(rendered),
+        "tiles": sum(len(col) for r in rendered.values() for col in r.tiles),
+        "unavailable_here": sorted(op for op, r in results.items() if r.unavailable),
+        "failed": sorted(op for op, r in results.items() if r.error),
+        "first_row_s": stats.get("first_row_s"),
+        "total_s": round(wall, 2),
+        "dali_rows_s": round(sum(row_ms) / 1000, 2),
+        "row_median_ms": round(statistics.median(row_ms), 1) if row_ms else None,
+        "row_p95_ms": round(_p95(row_ms), 1) if row_ms else None,
+        "slowest_rows_ms": {r.op: round(r.ms, 1) for r in slowest},
+        "target_s": GALLERY_TARGET_S,
+        "within_target": wall < GALLERY_TARGET_S,
+    }
+
+
+EXTRA["gallery"] = bench_gallery
+
+
+# ---- browser latency ------------------------------------------------------------------------
+
+_IMG_KEY_JS = """async (el) => {
+    const src = el.currentSrc || el.src;
+    if (!src) return null;
+    const buf = new Uint8Array(await (await fetch(src)).arrayBuffer());
+    let h = 0;
+    for (let i = 0; i < buf.length; i++) { h = (h * 31 + buf[i]) | 0; }
+    return buf.length + ":" + h;
+}"""
+_WATCH_JS = """([sel]) => {
+    const img = document.querySelector(sel);
+    window.__dgSrc = img ? img.src : null;
+    window.__dgChanged = null;
+    window.__dgKey = null;
+    if (window.__dgObs) window.__dgObs.disconnect();
+    if (!img) return false;
+    document.addEventListener("keydown", () => {
+        if (window.__dgKey === null) window.__dgKey = performance.now();
+    }, {capture: true, once: true});
+    window.__dgObs = new MutationObserver(() => {
+        if (window.__dgChanged === null && img.src !== window.__dgSrc) {
+            window.__dgChanged = performance.now();
+        }
+    });
+    window.__dgObs.observe(img, {attributes: true, attributeFilter: ["src"]});
+    return true;
+}"""
+
+
+def _direction(handle: Any, k: int, previous: int) -> int:
+    """Small back-and-forth moves (3 one way, 3 back), turning away from a close bound."""
+    now, lo, hi = (float(handle.get_attribute(a) or 0)
+                   for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax"))
+    direction = -previous if k and k % 3 == 0 else previous
+    margin = (hi - lo) / 20
+    if now >= hi - margin:
+        return -1
+    if now <= lo + margin:
+        return 1
+    return direction
+
+
+def measure_slider_latency(page: Any, slider: Any, image_selector: str, *, moves: int = 30,
+                           engine_ms: Callable[[], float | None] | None = None,
+                           timeout_ms: int = 30_000, pause_ms: int = 150) -> dict[str, Any]:
+    """Slider input -> changed preview, as the user sees it, in a Playwright ``page``.
+
+    Presses an arrow key on the handle of ``slider`` (a ``.widget-slider`` locator) ``moves``
+    times; each sample is the page's own clock from the keydown to the ``<img>`` matching
+    ``image_selector`` getting a new ``src``. ``engine_ms()`` (optional) reads the engine's
+    render time of the same move (e.g. from the builder's status line)."""
+    handle = slider.locator(".noUi-handle").first
+    latencies: list[float] = []
+    engine: list[float] = []
+    direction = 1
+    for k in range(moves):
+        direction = _direction(handle, k, direction)
+        if not page.evaluate(_WATCH_JS, [image_selector]):
+            raise AssertionError(f"no image matches {image_selector!r}")
+        handle.focus()
+        handle.press("ArrowRight" if direction > 0 else "ArrowLeft")
+        page.wait_for_function("() => window.__dgChanged !== null", timeout=timeout_ms)
+        latencies.append(page.evaluate("() => window.__dgChanged - window.__dgKey"))
+        if engine_ms is not None:
+            value = engine_ms()
+            if value is not None:
+                engine.append(value)
+        page.wait_for_timeout(pause_ms)  # let any trailing render land before the next move
+    out: dict[str, Any] = {
+        "moves": moves,
+        "median_ms": round(statistics.median(latencies), 1),
+        "p95_ms": round(_p95(latencies), 1),
+        "max_ms": round(max(latencies), 1),
+        "samples_ms": [round(v, 1) for v in latencies],
+    }
+    if engine:
+        out["engine_median_ms"] = round(statistics.median(engine), 1)
+        out["engine_p95_ms"] = round(_p95(engine), 1)
+    return out
+
+
+def image_key(page: Any, selector: str) -> str | None:
+    """A short fingerprint of the bytes behind an ``<img>`` (fetched inside the page)."""
+    return page.locator(selector).first.evaluate(_IMG_KEY_JS)

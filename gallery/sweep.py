@@ -1,0 +1,201 @@
+"""What the gallery shows for each operator, derived from its catalog declaration only.
+
+An operator with a magnitude parameter is swept from its neutral value (or the slider's low end)
+to the slider's far end; one without shows several random draws when it draws random numbers
+(policies, seeded ops) and its defaults otherwise. ``render_row`` renders a row through the
+preview engine: a run-time magnitude is fed per sample, so the whole row is one DALI run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from pipelines.catalog import CATALOG, Catalog, OpSpec
+from pipelines.engine import PreviewEngine, StepError
+from pipelines.params import Param
+from pipelines.preset import Preset, PresetError, load, new_step
+
+Mode = Literal["sweep", "draws", "defaults"]
+STEPS = 4
+
+
+@dataclass(frozen=True)
+class Column:
+    """One magnitude (or draw) of a row: its label and the parameters "add" puts in a step."""
+
+    label: str
+    params: dict[str, Any] = field(default_factory=dict)
+    short: str = ""
+
+    @property
+    def button(self) -> str:
+        """The text of the column's add button (the value alone; the row names the param)."""
+        return self.short or self.label
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """The columns of one operator's row and how they are rendered."""
+
+    op: str
+    mode: Mode
+    param: str | None
+    columns: tuple[Column, ...]
+
+    @property
+    def values(self) -> list[Any]:
+        return [c.params[self.param] for c in self.columns] if self.param else []
+
+
+@dataclass
+class RowResult:
+    """A rendered row: ``tiles[k][i]`` is image i in column k (pixels straight from DALI).
+
+    ``unavailable`` explains an operator this device cannot run; ``error`` a failed render.
+    """
+
+    plan: RowPlan
+    tiles: list[list[np.ndarray]] = field(default_factory=list)
+    ms: float = 0.0
+    error: str | None = None
+    unavailable: str | None = None
+
+    @property
+    def op(self) -> str:
+        return self.plan.op
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.unavailable is None and bool(self.tiles)
+
+
+def _decimals(p: Param) -> int:
+    if p.kind != "float" or not p.step or p.step >= 1:
+        return 0
+    return max(0, -math.floor(math.log10(p.step) + 1e-9))
+
+
+def _snap(p: Param, v: float) -> Any:
+    """A sweep value as the slider would give it: on the step grid, odd when required."""
+    if p.kind == "int":
+        n = int(round(v))
+        if p.odd and n % 2 == 0:
+            n = n + 1 if p.slider is None or n + 1 <= p.slider[1] else n - 1
+        return n
+    if p.step:
+        v = round(v / p.step) * p.step
+    if p.slider is not None:
+        v = min(max(v, p.slider[0]), p.slider[1])
+    return round(float(v), _decimals(p))
+
+
+def sweep_values(p: Param, signed: bool = False, steps: int = STEPS) -> list[Any]:
+    """``steps`` values of ``p`` from neutral (or the slider's low end) to its far end.
+
+    Signed parameters go from neutral towards the slider's maximum; a neutral value sitting at
+    the maximum sweeps down to the minimum instead. Enums and booleans list their choices.
+    """
+    if p.kind == "bool":
+        return [False, True]
+    if p.kind == "enum":
+        return list(p.choices[:steps])
+    lo, hi = p.slider or p.bounds or (0.0, 1.0)
+    start = p.neutral if p.neutral is not None else lo
+    end = hi if (signed or start < hi) else lo
+    if start == end:
+        end = lo if start == hi else hi
+    raw = [start + (end - start) * k / (steps - 1) for k in range(steps)] if steps > 1 else [end]
+    values: list[Any] = []
+    for v in raw:
+        s = _snap(p, v)
+        if s not in values:
+            values.append(s)
+    return values
+
+
+def short_value(p: Param, value: Any) -> str:
+    """``30 deg``: a value with its unit (from the declaration)."""
+    if isinstance(value, bool) or p.kind in ("enum", "bool"):
+        shown = str(value)
+    elif p.kind == "int":
+        shown = str(int(value))
+    else:
+        shown = f"{float(value):.{_decimals(p)}f}"
+    unit = f" {p.unit}" if p.unit and p.unit not in p.name else ""
+    return shown + unit
+
+
+def format_value(p: Param, value: Any) -> str:
+    """``angle=30 deg``: how a column is labelled."""
+    return f"{p.name}={short_value(p, value)}"
+
+
+def plan_row(spec: OpSpec, steps: int = STEPS) -> RowPlan:
+    """The row of one operator, from its declaration alone."""
+    if spec.magnitude is not None:
+        p = spec.param(spec.magnitude)
+        cols = tuple(Column(format_value(p, v), {p.name: v}, short_value(p, v))
+                     for v in sweep_values(p, spec.signed, steps))
+        return RowPlan(spec.name, "sweep", p.name, cols)
+    if spec.seeded or spec.policy:
+        return RowPlan(spec.name, "draws", None,
+                       tuple(Column(f"draw {k + 1}") for k in range(steps)))
+    return RowPlan(spec.name, "defaults", None, (Column("defaults"),))
+
+
+def unavailable_reason(spec: OpSpec, device: str) -> str | None:
+    """Why ``device`` cannot render ``spec`` (None when it can)."""
+    if device in spec.devices:
+        return None
+    why = spec.gpu_reason or f"DALI implements it only on {', '.join(sorted(spec.devices))}"
+    return (f"{spec.name} runs on the GPU only ({why}); this machine previews on the "
+            f"{device.upper()}, so it is not rendered here. It can still be added to the "
+            "pipeline and exported.")
+
+
+def _validate(plan: RowPlan, catalog: Catalog) -> None:
+    """Every column must be a valid step (constraints between parameters included)."""
+    for col in plan.columns:
+        step = new_step(plan.op, catalog, **col.params)
+        load(Preset([step]).to_dict(), catalog)
+
+
+def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
+               images: Sequence[int] | None = None,
+               catalog: Catalog = CATALOG) -> RowResult:
+    """Render one row with ``engine``; failures become ``error`` (naming op, parameter, values),
+    never exceptions, so one bad operator does not stop the gallery."""
+    spec = catalog[plan.op]
+    why = unavailable_reason(spec, engine.device)
+    if why:
+        return RowResult(plan, unavailable=why)
+    t0 = time.perf_counter()
+    try:
+        _validate(plan, catalog)
+        step = new_step(plan.op, catalog)
+        if plan.mode == "sweep":
+            assert plan.param is not None
+            render = engine.render_sweep(step, plan.param, plan.values, seed=seed, images=images)
+        else:
+            render = engine.render(Preset([step], seed=seed), draws=len(plan.columns),
+                                   images=images)
+    except (StepError, PresetError) as e:
+        what = f" at {plan.param}={plan.values}" if plan.param else ""
+        return RowResult(plan, error=f"{plan.op}{what}: {e}",
+                         ms=(time.perf_counter() - t0) * 1000)
+    tiles = [[render.tile(i, k) for i in range(render.n_images)] for k in range(render.draws)]
+    return RowResult(plan, tiles, (time.perf_counter() - t0) * 1000)
+
+
+def gallery_ops(catalog: Catalog = CATALOG, category: str = "", search: str = "") -> list[str]:
+    """Operators shown for a category ("" = all) and a search text (name or description)."""
+    text = search.lower().strip()
+    return [name for name, spec in catalog.items()
+            if (not category or spec.category == category)
+            and (not text or text in name.lower() or text in spec.doc.lower())]

@@ -1,0 +1,396 @@
+"""The gallery tab: every catalog operator rendered live by DALI on the current images.
+
+One card per operator (:mod:`gallery.row`): the originals, then the operator at several
+magnitudes (:mod:`gallery.sweep`), each column labelled with its value and an "add" button.
+Rows render on a worker thread and stream in with a progress bar. Every change of images, size
+or filter starts a new generation; the worker drops work of an older one at the next row, so an
+outdated render never reaches the page. Cards stay valid across filter changes (only the images
+and the size invalidate them), so filtering never renders again. Widget changes made for the
+worker run on the kernel's main thread (:mod:`gallery.ui_thread`).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import logging
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+from PIL import Image
+
+from pipelines.catalog import CATALOG, CATEGORIES, Catalog
+from pipelines.device import describe
+from pipelines.engine import PreviewEngine, StepError
+from pipelines.images import EncodedImage, ImageProblem, collect, decode
+from pipelines.preset import PresetError
+
+from .row import Row, row_strips, slug
+from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
+from .ui_thread import on_ui_thread
+
+__all__ = ["GalleryView", "SIZES", "slug"]
+
+SIZES = (128, 192, 256, 384, 512)
+_log = logging.getLogger(__name__)
+
+AddHandler = Callable[[str, dict[str, Any]], None]
+
+CSS = """<style>
+.dg-gallery-rows { gap: 10px; }
+.dg-gallery-row { border: 1px solid #d0d0d0; border-radius: 6px; padding: 6px;
+  margin: 0 !important; }
+.dg-gallery-row img { height: auto; margin: 0 2px; }
+.dg-gallery-label { font-size: 11px; text-align: center; margin: 0 2px; }
+.dg-gallery-add button { font-size: 11px; padding: 0 2px; margin: 0 2px !important; }
+.dg-gallery-gpu-only, .dg-gallery-error { max-width: 560px; font-size: 12px; }
+.dg-gallery-error { color: #b00020; }
+</style>"""
+
+
+@dataclass
+class _Job:
+    gen: int
+    ops: list[str]
+    images: list[EncodedImage]
+    key: tuple[int, int]  # (image set version, size): what the cards are valid for
+
+
+_STOP = object()
+
+
+class GalleryView:
+    """Every catalog operator at several magnitudes on the current images, rendered by DALI.
+
+    ``images``: anything :func:`pipelines.images.collect` takes (folder, paths, uploads) or
+    None; ``allowed_root`` confines paths. ``on_add(op, params)`` handlers run when an "add"
+    button is clicked. For tests and benches: ``results`` (op -> RowResult for the current
+    images), ``stats``, ``wait_idle``, ``row(op)``.
+    """
+
+    def __init__(self, images: Any = None, *, device: str = "auto",
+                 allowed_root: str | Path | None = None, size: int = 256, max_images: int = 4,
+                 steps: int = STEPS, seed: int = 42, engine: PreviewEngine | None = None,
+                 catalog: Catalog = CATALOG) -> None:
+        if size not in SIZES:
+            raise ValueError(f"gallery size {size!r} is not allowed; expected one of {SIZES}")
+        if not 1 <= max_images <= 16:
+            raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to 16")
+        self.engine = engine or PreviewEngine(device, catalog=catalog)
+        self.catalog = catalog
+        self.allowed_root = Path(allowed_root).resolve() if allowed_root else None
+        self.max_images = max_images
+        self.steps = steps
+        self.seed = seed
+        self.results: dict[str, RowResult] = {}
+        self.problems: list[ImageProblem] = []
+        self.stats: dict[str, Any] = {}
+        self._handlers: list[AddHandler] = []
+        self._rows: dict[str, Row] = {}
+        self._visible: list[str] = []
+        self._images: list[EncodedImage] = []
+        self._version = 0
+        self._loaded: tuple[int, int] | None = None
+        self._gen = 0
+        self._closed = False
+        self._lock = threading.RLock()
+        self._idle = threading.Event()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._build_controls(size)
+        if images is not None:
+            self.set_images(images)
+        else:
+            self._restart(new_images=True)
+
+    # ---- widgets ------------------------------------------------------------------------------
+
+    def _build_controls(self, size: int) -> None:
+        self.category = W.Dropdown(options=[("all categories", "")] + [(c, c) for c in CATEGORIES],
+                                   value="", description="category",
+                                   layout=W.Layout(width="260px"))
+        self.category.add_class("dg-gallery-category")
+        self.search = W.Text(placeholder="search operators", description="search",
+                             continuous_update=True, layout=W.Layout(width="260px"))
+        self.search.add_class("dg-gallery-search")
+        self.size = W.Dropdown(options=[(f"{s} px", s) for s in SIZES], value=size,
+                               description="size", layout=W.Layout(width="170px"))
+        self.size.add_class("dg-gallery-size")
+        self.progress = W.IntProgress(value=0, min=0, max=1, description="rendering",
+                                      layout=W.Layout(width="360px"))
+        self.progress.add_class("dg-gallery-progress")
+        self.status = W.HTML("")
+        self.status.add_class("dg-gallery-status")
+        self.rows_box = W.Box(layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+        self.rows_box.add_class("dg-gallery-rows")
+        self.category.observe(lambda _c: self._restart(), names="value")
+        self.search.observe(lambda _c: self._restart(), names="value")
+        self.size.observe(lambda _c: self._restart(new_images=True), names="value")
+        self.widget = W.VBox([
+            W.HTML(CSS),
+            W.HBox([self.category, self.search, self.size]),
+            W.HBox([self.progress, self.status]),
+            self.rows_box,
+        ])
+        self.widget.add_class("dg-gallery")
+
+    # ---- public API ---------------------------------------------------------------------------
+
+    def set_images(self, images: Any, root: str | Path | None = None) -> list[ImageProblem]:
+        """Show ``images`` (folder, paths, uploads); returns the files that could not be read
+        (decoding problems appear in ``problems`` and the status line once decoded)."""
+        root_path = Path(root).resolve() if root else self.allowed_root
+        encoded, problems = collect(images, root=root_path, max_files=self.max_images * 4)
+        problems = [p for p in problems if not p.reason.startswith("not loaded: only")]
+        with self._lock:
+            self._images = encoded
+            self.problems = list(problems)
+        self._restart(new_images=True)
+        return problems
+
+    def set_arrays(self, arrays: Sequence[np.ndarray], names: Sequence[str] | None = None) -> None:
+        """Show already decoded HWC uint8 images (kept as PNG and decoded again by DALI, so the
+        size control applies to them too)."""
+        encoded = []
+        for i, a in enumerate(arrays):
+            if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
+                raise ValueError(f"image {i}: expected an HxWx3 uint8 array, got "
+                                 f"{a.dtype} {a.shape}")
+            buf = io.BytesIO()
+            Image.fromarray(a).save(buf, "PNG", compress_level=1)
+            name = names[i] if names is not None else f"image {i}"
+            encoded.append(EncodedImage(name, buf.getvalue()))
+        with self._lock:
+            self._images = encoded
+            self.problems = []
+        self._restart(new_images=True)
+
+    def on_add(self, handler: AddHandler) -> None:
+        """Call ``handler(op, params)`` when an "add" button is clicked."""
+        self._handlers.append(handler)
+
+    def add(self, op: str, params: dict[str, Any], label: str = "") -> None:
+        """What an "add" button does: hand the step to every handler; a refusal (too many
+        steps, invalid value) is shown in the status line, naming the operator."""
+        what = label or "defaults"
+        try:
+            for handler in self._handlers:
+                handler(op, dict(params))
+        except (ValueError, KeyError, StepError, PresetError) as e:
+            self._say(f"could not add {op} ({what}): {e}", error=True)
+            return
+        self._say(f"added {op} ({what}) to the builder")
+
+    def wait_idle(self, timeout: float = 120.0) -> bool:
+        """Block until every visible row of the current generation is rendered. In a kernel the
+        cards reach the page a moment later (they are created on the main thread)."""
+        return self._idle.wait(timeout)
+
+    @property
+    def visible(self) -> list[str]:
+        """Operators the current filter shows, in catalog order."""
+        with self._lock:
+            return list(self._visible)
+
+    def row(self, op: str) -> Row | None:
+        """The card of ``op``, when it is built."""
+        with self._lock:
+            return self._rows.get(op)
+
+    def shown(self) -> list[str]:
+        """Operators whose cards are on the page now, in order."""
+        with self._lock:
+            return [op for op in self._visible if op in self._rows]
+
+    def close(self) -> None:
+        """Stop the worker and release widgets and pipelines."""
+        with self._lock:
+            self._closed = True
+            self._gen += 1
+            rows, self._rows = list(self._rows.values()), {}
+        self._queue.put(_STOP)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        for row in rows:
+            row.close()
+        self.engine.close()
+        self.widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ---- generations (main thread) ------------------------------------------------------------
+
+    def _restart(self, new_images: bool = False) -> None:
+        """Start a new generation: outdated work is dropped, missing visible rows queued."""
+        with self._lock:
+            self._gen += 1
+            old: list[Row] = []
+            if new_images:
+                self._version += 1
+                old, self._rows = list(self._rows.values()), {}
+                self.results = {}
+            self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
+            missing = [op for op in self._visible if op not in self.results]
+            job = _Job(self._gen, missing, list(self._images), self._key())
+            self.stats = {"generation": self._gen, "started": time.perf_counter(),
+                          "rows": len(missing), "row_ms": {}}
+            self._show_rows()
+            self.progress.bar_style = ""
+            if not self._images:
+                self._idle.set()
+                self._say("no images to show: choose a source above" + self._problem_text(),
+                          error=bool(self.problems))
+            else:
+                self._idle.clear()
+                self._queue.put(job)
+                self._ensure_worker()
+        for row in old:
+            row.close()
+
+    def _key(self) -> tuple[int, int]:
+        return (self._version, int(self.size.value))
+
+    def _show_rows(self) -> None:
+        """Cards of the visible operators that are built, in catalog order, and the progress."""
+        shown = tuple(self._rows[op].widget for op in self._visible if op in self._rows)
+        self.rows_box.children = shown
+        self.progress.max = max(1, len(self._visible))
+        self.progress.value = len(shown)
+
+    def _ensure_worker(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="dali-gallery-render",
+                                            daemon=True)
+            self._thread.start()
+
+    def _current(self, gen: int) -> bool:
+        with self._lock:
+            return gen == self._gen
+
+    # ---- worker -------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            while not self._queue.empty():  # only the newest request matters
+                job = self._queue.get_nowait()
+            if job is _STOP:
+                return
+            try:
+                self._run(job)
+            except Exception as e:  # noqa: BLE001 - a bug must show on the page, not end the thread
+                _log.error("gallery render failed:\n%s", traceback.format_exc())
+                if self._current(job.gen):
+                    self._say(f"gallery render failed: {type(e).__name__}: {e}", error=True)
+            finally:
+                with self._lock:
+                    if job.gen == self._gen:
+                        self._idle.set()
+
+    def _run(self, job: _Job) -> None:
+        if self._loaded != job.key:
+            t0 = time.perf_counter()
+            if not self._load(job):
+                return
+            self.stats["decode_s"] = round(time.perf_counter() - t0, 3)
+        originals = self.engine.images
+        device = describe(self.engine.device)
+        for k, op in enumerate(job.ops):
+            if not self._current(job.gen):
+                return
+            self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
+            result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
+                                seed=self.seed, catalog=self.catalog)
+            strips = row_strips(result, originals)
+            with self._lock:
+                if job.gen != self._gen:
+                    return
+                self.results[op] = result
+                self.stats["row_ms"][op] = round(result.ms, 1)
+                self.stats.setdefault("first_row_s",
+                                      round(time.perf_counter() - self.stats["started"], 3))
+            on_ui_thread(lambda op=op, r=result, s=strips: self._publish(job.key, op, r, s),
+                         self._ui_error)
+        with self._lock:
+            if job.gen != self._gen:
+                return
+            self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
+        on_ui_thread(lambda: self._finish(job), self._ui_error)
+
+    def _publish(self, key: tuple[int, int], op: str, result: RowResult,
+                 strips: list[bytes]) -> None:
+        """Main thread: build the card and show it if the images are still those it shows."""
+        with self._lock:
+            if self._closed or key != self._key() or op in self._rows:
+                return
+            self._rows[op] = Row(self.catalog[op], result, strips, self.add)
+            self._show_rows()
+
+    def _finish(self, job: _Job) -> None:
+        with self._lock:
+            if job.gen != self._gen or self._closed:
+                return
+            self.progress.bar_style = "success"
+            failed = [op for op in job.ops if op in self.results and self.results[op].error]
+            first, total = self.stats.get("first_row_s"), self.stats.get("total_s", 0.0)
+        msg = (f"{len(job.ops)} operators in {total:.1f} s"
+               + (f" (first in {first:.2f} s)" if first is not None else "")
+               + f" on {describe(self.engine.device)}")
+        if failed:
+            msg += f"; failed: {', '.join(failed)}"
+        self._say(msg + self._problem_text(), error=bool(failed))
+
+    def _load(self, job: _Job) -> bool:
+        """Decode the first ``max_images`` good images at the job's size (DALI, CPU)."""
+        arrays: list[np.ndarray] = []
+        names: list[str] = []
+        problems: list[ImageProblem] = []
+        pending = list(job.images)
+        while pending and len(arrays) < self.max_images:
+            room = self.max_images - len(arrays)
+            take, pending = pending[:room], pending[room:]
+            got, good, bad = decode(take, max_side=job.key[1],
+                                    num_threads=self.engine.num_threads)
+            arrays += got
+            names += [g.name for g in good]
+            problems += bad
+        with self._lock:
+            if job.gen != self._gen:
+                return False
+            self.problems = [*self.problems, *problems]
+        if not arrays:
+            self._say("none of the images could be decoded" + self._problem_text(), error=True)
+            return False
+        self.engine.set_arrays(arrays, names)
+        self._loaded = job.key
+        return True
+
+    def _problem_text(self) -> str:
+        if not self.problems:
+            return ""
+        shown = "; ".join(p.message for p in self.problems[:5])
+        more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
+        return f" — skipped: {shown}{more}"
+
+    def _ui_error(self, error: Exception) -> None:
+        self.status.value = (f'<span class="dg-error">gallery display failed: '
+                             f'{html.escape(type(error).__name__)}: {html.escape(str(error))}'
+                             "</span>")
+
+    def _say(self, text: str, error: bool = False) -> None:
+        cls = "dg-error" if error else "dg-gallery-note"
+        value = f'<span class="{cls}">{html.escape(text)}</span>'
+
+        def show() -> None:
+            self.status.value = value
+
+        on_ui_thread(show)

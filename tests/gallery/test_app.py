@@ -1,0 +1,151 @@
+"""The app wires one image source to the gallery and the builder, and gallery clicks to steps.
+
+Real Builder, real GalleryView, real DALI renders; the gallery is narrowed to one category
+right after start so each test renders a few rows only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import pytest
+
+from gallery.app import App, quiet_dali_deprecations
+from gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
+from tests.support import SAMPLES
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def folders(tmp_path):
+    """An allowed root holding an image folder of two photos and a folder outside it."""
+    root = tmp_path / "root"
+    images = root / "photos"
+    images.mkdir(parents=True)
+    for name in ("cat.jpg", "coffee.jpg"):
+        shutil.copy(SAMPLES / name, images / name)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(SAMPLES / "gravel.jpg", outside / "gravel.jpg")
+    return root, images, outside
+
+
+@pytest.fixture
+def make_app():
+    apps: list[App] = []
+
+    def make(**kwargs) -> App:
+        app = App(device="cpu", size=128, **kwargs)
+        app.gallery.category.value = "color"
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close()
+
+
+def gallery_names(app: App) -> list[str]:
+    assert app.gallery.wait_idle(120), app.gallery.status.value
+    return list(app.gallery.engine.names)
+
+
+def test_tabs_and_a_shared_image_source(make_app):
+    app = make_app()
+    assert app.tabs.titles == ("Gallery", "Builder", "Export")
+    assert app.tabs.children[1] is app.builder.widget
+    assert app.tabs.children[2] is app.builder.export_panel
+    assert app.images.children[0] is app.builder.images_panel.widget
+    assert app.tabs.selected_index == 0
+    assert app.wait_idle(120)
+    assert gallery_names(app) == app.builder.renderer.names[:4]
+    assert all(app.gallery.results[op].ok for op in app.gallery.visible)
+    bundle = app._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_serve_environment_picks_images_and_allowed_root(folders, monkeypatch, make_app):
+    root, images, outside = folders
+    monkeypatch.setenv(IMAGES_ENV, str(images))
+    monkeypatch.setenv(ALLOWED_ROOT_ENV, str(root))
+    app = make_app()
+    assert app.builder.allowed_root == root.resolve()
+    assert sorted(app.builder.renderer.names) == ["cat.jpg", "coffee.jpg"]
+    assert sorted(gallery_names(app)) == ["cat.jpg", "coffee.jpg"]
+    # a folder outside the allowed root is refused and nothing changes
+    problems = app.builder.images_panel.load_folder(str(outside))
+    assert problems and "absolute paths are not allowed" in problems[0].reason
+    problems = app.builder.images_panel.load_folder("../elsewhere")
+    assert problems and "'..' is not allowed" in problems[0].reason
+    assert sorted(gallery_names(app)) == ["cat.jpg", "coffee.jpg"]
+    # a folder inside it loads into both views
+    (root / "more").mkdir()
+    shutil.copy(SAMPLES / "gravel.jpg", root / "more" / "gravel.jpg")
+    assert app.builder.images_panel.load_folder("more") == []
+    assert app.builder.renderer.names == ["gravel.jpg"]
+    assert gallery_names(app) == ["gravel.jpg"]
+
+
+def test_a_missing_images_folder_falls_back_to_the_samples(tmp_path, monkeypatch, make_app):
+    monkeypatch.setenv(IMAGES_ENV, str(tmp_path / "nope"))
+    monkeypatch.delenv(ALLOWED_ROOT_ENV, raising=False)
+    app = make_app()
+    assert "is not a folder; showing the bundled samples" in app.message.value
+    assert "cat.jpg" in app.builder.renderer.names
+
+
+def test_clicking_a_gallery_value_adds_the_step_and_opens_the_builder(make_app):
+    app = make_app()
+    app.gallery.search.value = "hue"
+    assert app.gallery.wait_idle(120)
+    row = app.gallery.row("hue")
+    assert row is not None
+    row.click(2)
+    assert app.tabs.selected_index == 1
+    step = app.builder.preset.steps[-1]
+    assert step.op == "hue" and step.params["hue"] == 120.0
+    assert app.builder.wait_idle(60)
+    assert app.builder.last_result is not None
+    assert "added hue (hue=120 deg)" in app.gallery.status.value
+
+
+def test_uploads_go_to_both_views_and_bad_ones_keep_the_previous_images(make_app):
+    app = make_app()
+    before = gallery_names(app)
+    panel = app.builder.images_panel
+    version = app.gallery._version
+
+    problems = panel.load_uploads([{"name": "notes.jpg", "size": 5, "content": b"hello"}])
+    assert [p.name for p in problems] == ["notes.jpg"]
+    assert "no usable image" in panel.summary.value and "dg-error" in panel.summary.value
+    assert app.gallery._version == version, "a bad upload must not touch the gallery"
+    assert gallery_names(app) == before
+
+    cat = (SAMPLES / "cat.jpg").read_bytes()
+    problems = panel.load_uploads([
+        {"name": "mine.jpg", "size": len(cat), "content": cat},
+        {"name": "broken.png", "size": 9, "content": b"\x89PNG junk"},
+    ])
+    assert [p.name for p in problems] == ["broken.png"]
+    assert app.builder.renderer.names == ["mine.jpg"]
+    assert gallery_names(app) == ["mine.jpg"]
+    assert all(app.gallery.results[op].ok for op in app.gallery.visible)
+
+    assert app.set_images(SAMPLES / "gravel.jpg") == []
+    names = gallery_names(app)
+    assert len(names) == 1 and names[0].endswith("gravel.jpg")
+
+
+def test_dali_deprecation_noise_is_dropped_and_other_warnings_kept():
+    seen: list[str] = []
+    with warnings.catch_warnings():  # restores warnings.showwarning afterwards
+        warnings.showwarning = lambda message, *args, **kw: seen.append(str(message))
+        quiet_dali_deprecations()
+        quiet_dali_deprecations()  # idempotent: one hook
+        warnings.showwarning("WARNING: `nvidia.dali.fn.experimental.filter` is now deprecated.",
+                             DeprecationWarning, "/x/nvidia/dali/ops/__init__.py", 411)
+        warnings.showwarning("mine is now deprecated", DeprecationWarning, "/x/mine.py", 1)
+        warnings.showwarning("a user warning", UserWarning, "/x/nvidia/dali/ops/__init__.py", 2)
+    assert seen == ["mine is now deprecated", "a user warning"]

@@ -1,0 +1,257 @@
+"""The gallery view renders every operator through real DALI pipelines, progressively.
+
+One module-wide view renders the whole catalog once on two square images at 128 px; the other
+tests use category or search filters to keep their renders short.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gallery.bench import bench_images
+from gallery.sweep import plan_row, sweep_values
+from gallery.view import GalleryView, slug
+from pipelines.catalog import CATALOG, Catalog
+from pipelines.custom import custom_op
+from pipelines.engine import PreviewEngine
+from pipelines.params import Param
+from tests.support import CPU_OPS, GPU_ONLY_OPS, SAMPLES
+
+pytestmark = pytest.mark.timeout(300)
+
+JPEG_MAGIC = b"\xff\xd8"
+
+
+@pytest.fixture(scope="module")
+def squares() -> list[np.ndarray]:
+    return bench_images(128, 2)
+
+
+@pytest.fixture(scope="module")
+def full(squares):
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    changes: list[int] = []
+    view.rows_box.observe(lambda c: changes.append(len(c["new"])), names="children")
+    view.set_arrays(squares, ["a", "b"])
+    assert view.wait_idle(240), view.status.value
+    view.children_history = changes
+    yield view
+    view.close()
+
+
+def test_every_cpu_operator_gets_a_row_of_rendered_tiles(full, squares):
+    assert set(full.results) == set(CATALOG)
+    for op in CPU_OPS:
+        result = full.results[op]
+        assert result.ok, f"{op}: {result.error}"
+        plan = result.plan
+        assert len(result.tiles) == len(plan.columns)
+        for column in result.tiles:
+            assert len(column) == len(squares)
+            for tile in column:
+                assert tile.dtype == np.uint8 and tile.ndim == 3 and tile.shape[2] == 3
+        if plan.mode == "sweep" and op != "flip":
+            first, last = result.tiles[0][0], result.tiles[-1][0]
+            assert first.shape != last.shape or not np.array_equal(first, last), (
+                f"{op}: {plan.columns[0].label} and {plan.columns[-1].label} look the same")
+        # what the page shows: the original column plus one JPEG per magnitude
+        row = full.row(op)
+        assert len(row.images) == 1 + len(plan.columns)
+        assert all(bytes(img.value[:2]) == JPEG_MAGIC for img in row.images)
+        assert list(row.add._options_labels) == [c.button for c in plan.columns]
+        assert f"dg-gallery-row-{slug(op)}" in row.widget._dom_classes
+
+
+def test_tiles_are_the_operator_at_each_labelled_value(full, squares):
+    # column k of image i is image i at values[k]: rotate's 90 deg column is each image turned
+    result = full.results["rotate"]
+    assert [c.label for c in result.plan.columns] == ["angle=0 deg", "angle=30 deg",
+                                                      "angle=60 deg", "angle=90 deg"]
+    for i, original in enumerate(squares):
+        assert np.abs(result.tiles[0][i].astype(int) - original).mean() < 1
+        turned = np.rot90(original)  # DALI's positive angle is counter-clockwise
+        assert np.abs(result.tiles[3][i].astype(int) - turned).mean() < 3
+    neutral = full.results["brightness"].tiles[0]
+    assert all(np.array_equal(t, o) for t, o in zip(neutral, squares, strict=True))
+
+
+def test_rows_stream_in_with_a_progress_bar(full):
+    history = full.children_history
+    assert history[0] == 0 or history[0] == 1
+    assert history[-1] == len(CATALOG)
+    assert len(history) >= len(CATALOG), "rows should appear one by one"
+    assert full.stats["first_row_s"] < full.stats["total_s"]
+    assert full.progress.value == full.progress.max == len(CATALOG)
+    assert f"{len(CATALOG)} operators" in full.status.value
+
+
+def test_gpu_only_operators_are_explained_on_cpu(full):
+    assert GPU_ONLY_OPS
+    for op in GPU_ONLY_OPS:
+        result = full.results[op]
+        assert not result.tiles and result.error is None
+        assert "GPU only" in result.unavailable and CATALOG[op].gpu_reason in result.unavailable
+        row = full.row(op)
+        notes = [w for w in row.widget.children if "dg-gallery-gpu-only" in w._dom_classes]
+        assert notes and "GPU only" in notes[0].value
+        assert len(row.add.options) == len(result.plan.columns)  # can still be added
+
+
+def test_filter_and_search_reuse_rendered_rows(full):
+    renders = full.engine.renders
+    full.category.value = "noise"
+    assert full.wait_idle(30)
+    assert full.shown() == [op for op in CATALOG if CATALOG[op].category == "noise"]
+    assert len(full.rows_box.children) == len(full.shown())
+    full.category.value = ""
+    full.search.value = "BLUR"
+    assert full.wait_idle(30)
+    blur = [op for op, spec in CATALOG.items() if "blur" in op or "blur" in spec.doc.lower()]
+    assert full.shown() == blur and {"gaussian_blur", "experimental.median_blur"} <= set(blur)
+    full.search.value = "no such operator"
+    assert full.wait_idle(30)
+    assert full.shown() == [] and full.rows_box.children == ()
+    full.search.value = ""
+    assert full.wait_idle(30)
+    assert len(full.shown()) == len(CATALOG)
+    assert full.engine.renders == renders, "filtering must not render again"
+
+
+def test_add_button_hands_the_magnitude_to_handlers(full):
+    added = []
+    full.on_add(lambda op, params: added.append((op, params)))
+    try:
+        row = full.row("rotate")
+        row.click(2)
+        assert added == [("rotate", {"angle": 60.0})]
+        assert row.add.index is None, "the add buttons are buttons, not a selection"
+        row.click(2)
+        assert added[-1] == ("rotate", {"angle": 60.0}) and len(added) == 2
+        full.row("flip").click(0)
+        assert added[-1] == ("flip", {})
+        full.row("experimental.median_blur").click(3)
+        assert added[-1] == ("experimental.median_blur", {"window_size": 15})
+        assert "added experimental.median_blur" in full.status.value
+    finally:
+        full._handlers.clear()
+
+
+def test_a_refused_add_is_reported_naming_the_operator(full):
+    def refuse(op, params):
+        raise ValueError("at most 64 steps")
+
+    full.on_add(refuse)
+    try:
+        full.row("hue").click(1)
+        assert "could not add hue (hue=60 deg): at most 64 steps" in full.status.value
+        assert "dg-error" in full.status.value
+    finally:
+        full._handlers.clear()
+
+
+def test_switching_images_cancels_the_outdated_render(squares, monkeypatch):
+    import gallery.view as view_mod
+
+    calls: list[tuple[str, tuple[int, ...]]] = []
+    real = view_mod.render_row
+
+    def counted(engine, plan, **kw):
+        calls.append((plan.op, engine.images[1].shape))
+        return real(engine, plan, **kw)
+
+    monkeypatch.setattr(view_mod, "render_row", counted)
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    view.category.value = "auto-augment"  # slow rows: the switch lands mid-render
+    first_row = threading.Event()
+    view.rows_box.observe(lambda c: first_row.set() if c["new"] else None, names="children")
+    view.set_images(SAMPLES)  # astronaut (square) and cat (85 x 128 at this size)
+    assert first_row.wait(60)
+    view.set_arrays(squares, ["a", "b"])
+    assert view.wait_idle(120), view.status.value
+    n = len(view.visible)
+    assert set(view.results) == set(view.visible) and view.engine.names == ["a", "b"]
+    for result in view.results.values():
+        assert result.ok
+        assert all(column[1].shape == (128, 128, 3) for column in result.tiles), result.op
+    old = [op for op, shape in calls if shape[:2] == (85, 128)]
+    new = [op for op, shape in calls if shape[:2] == (128, 128)]
+    assert sorted(new) == sorted(view.visible)
+    assert 1 <= len(old) <= 3, f"the outdated render went on: {old}"
+    assert len(calls) == len(old) + n
+    view.close()
+
+
+def test_size_change_renders_again_at_the_new_size():
+    view = GalleryView(SAMPLES, device="cpu", size=128, max_images=1)
+    view.search.value = "saturation"
+    assert view.wait_idle(60)
+    assert max(view.results["saturation"].tiles[0][0].shape[:2]) == 128
+    view.size.value = 192
+    assert view.wait_idle(60)
+    assert max(view.results["saturation"].tiles[0][0].shape[:2]) == 192
+    with pytest.raises(ValueError, match="size 100"):
+        GalleryView(size=100)
+    view.close()
+
+
+def test_bad_files_are_reported_and_good_ones_still_shown(tmp_path):
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (tmp_path / "ok.jpg").write_bytes((SAMPLES / "cat.jpg").read_bytes())
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    view.search.value = "hue"
+    view.set_images(tmp_path)
+    assert view.wait_idle(60)
+    assert view.results["hue"].ok
+    assert "broken.jpg" in view.status.value
+    assert view.engine.names == ["ok.jpg"]
+    view.set_images([("notes.txt", b"hello")])
+    assert view.wait_idle(60)
+    assert "notes.txt" in view.status.value and "dg-error" in view.status.value
+    view.close()
+
+
+def test_no_images_says_so():
+    view = GalleryView(device="cpu")
+    assert "no images to show" in view.status.value
+    assert view.wait_idle(1)
+    view.close()
+
+
+def _explodes(image, strength):
+    raise ValueError(f"strength {float(strength)} exploded")
+
+
+def test_a_failing_operator_names_itself_and_the_rest_render(squares):
+    catalog = Catalog(list(CATALOG.values()))
+    custom_op("custom.explodes", "Fails on purpose.", magnitude="strength", catalog=catalog,
+              params=(Param("strength", "float", 0.5, "How hard", bounds=(0, 1),
+                            slider=(0, 1), step=0.1, neutral=0.0, runtime=True),))(_explodes)
+    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
+                       engine=PreviewEngine("cpu", catalog=catalog))
+    view.category.value = "custom"
+    view.set_arrays(squares[:1])
+    assert view.wait_idle(60)
+    bad = view.results["custom.explodes"]
+    assert bad.error and "custom.explodes" in bad.error and "strength" in bad.error
+    assert "exploded" in bad.error
+    assert view.results["custom.vignette"].ok
+    assert "failed: custom.explodes" in view.status.value
+    view.close()
+
+
+@pytest.mark.parametrize("op", ["rotate", "brightness", "grid_mask", "gaussian_blur",
+                                "experimental.median_blur", "jpeg_compression_distortion"])
+def test_sweeps_come_from_the_declaration(op):
+    spec = CATALOG[op]
+    p = spec.param(spec.magnitude)
+    values = sweep_values(p, spec.signed)
+    assert len(values) == 4
+    assert all(p.check(v) is None for v in values)
+    lo, hi = p.slider
+    start = p.neutral if p.neutral is not None else lo
+    assert values[0] == pytest.approx(start, abs=p.step)
+    assert values[-1] in (lo, hi) and values[-1] != values[0]
+    assert plan_row(spec).values == values

@@ -1,0 +1,86 @@
+"""Every notebook in notebooks/ runs top to bottom in a real kernel (nbclient), so none can rot.
+
+Each run may append check cells that look at what the notebook built (in its own kernel).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+TIMEOUT_S = 300
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+CHECKS = {
+    "gallery.ipynb": """
+assert app.gallery.wait_idle(240), app.gallery.status.value
+rendered = [op for op, r in app.gallery.results.items() if r.ok]
+assert len(rendered) >= 40, app.gallery.status.value
+assert app.tabs.selected_index == 0
+print("gallery rows rendered:", len(rendered))
+""",
+}
+
+
+def run_notebook(path: Path, extra: str | None = None, env: dict[str, str] | None = None,
+                 ) -> nbformat.NotebookNode:
+    """Execute ``path`` (plus ``extra`` code as a last cell) from its own folder, as Voilà and
+    Lab do; raises CellExecutionError naming the failing cell."""
+    nb = nbformat.read(path, as_version=4)
+    if extra:
+        nb.cells.append(new_code_cell(extra))
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}})
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+def _errors(nb: nbformat.NotebookNode) -> list[str]:
+    return [f"{o.get('ename')}: {o.get('evalue')}" for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _stream(nb: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("name", ["gallery.ipynb", "builder.ipynb", "export_training.ipynb"])
+def test_notebook_runs(name, tmp_path):
+    path = NOTEBOOKS / name
+    if not path.exists():
+        pytest.skip(f"{name} is not written yet")
+    # builder.ipynb saves its exports where DALI_GALLERY_EXPORT_DIR points (not in notebooks/)
+    env = {"MPLBACKEND": "Agg", "IPYTHONDIR": str(tmp_path / "ipython"),
+           "DALI_GALLERY_EXPORT_DIR": str(tmp_path)}
+    nb = run_notebook(path, CHECKS.get(name), env)
+    assert not _errors(nb)
+    if name == "gallery.ipynb":
+        assert "gallery rows rendered:" in _stream(nb)
+        widget_outputs = [o for c in nb.cells for o in c.get("outputs", [])
+                          if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+        assert widget_outputs, "the app must display a widget"
+    if name == "builder.ipynb":
+        assert (tmp_path / "my_augment.py").exists()
+    if name == "export_training.ipynb":
+        out = _stream(nb)
+        assert "epoch 2: last loss" in out and "batch (8, 3, 64, 64)" in out
+
+
+def test_every_notebook_is_covered():
+    covered = {"gallery.ipynb", "builder.ipynb", "export_training.ipynb"}
+    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} <= covered
