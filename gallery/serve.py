@@ -126,9 +126,27 @@ def _make_connection_class() -> type:
           (close code 1008) before anything is sent.
         * Incoming v1 frames whose offset table does not fit the message are refused (close
           1003) instead of being handed to jupyter_server's decoder (see ``v1_frame_ok``).
+        * The protocol is pinned once negotiated. When the server closes a socket (a refused
+          frame, a ping timeout), tornado forgets the subprotocol at once but the kernel's
+          output keeps arriving until the client answers the close: jupyter_server then encodes
+          it in the legacy format and Voilà's ``write_message`` loops over it as above (seen
+          here: the next page load hung). Output for a closing socket is dropped instead.
         """
 
         _refused = False
+        _protocol: str | None = None
+
+        @property
+        def subprotocol(self) -> str | None:
+            if self._protocol is None:
+                self._protocol = super().subprotocol  # None until the handshake is done
+            return self._protocol
+
+        def handle_outgoing_message(self, stream, outgoing_msg):
+            ws = self.websocket_handler.ws_connection
+            if ws is None or ws.is_closing():
+                return None  # the socket is going away: nobody is left to read this
+            return super().handle_outgoing_message(stream, outgoing_msg)
 
         async def connect(self):  # type: ignore[override]
             if self.subprotocol != KERNEL_WS_PROTOCOL:

@@ -58,10 +58,10 @@ class Param:
             return f"expected one of {', '.join(map(repr, self.choices))}"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"expected a {self.kind} number"
-        if self.kind == "int" and (isinstance(value, float) and not value.is_integer()):
-            return "expected an integer"
         if not math.isfinite(value):
             return "expected a finite number"
+        if self.kind == "int" and (isinstance(value, float) and not value.is_integer()):
+            return "expected an integer"
         if self.bounds is not None:
             lo, hi = self.bounds
             if not lo <= value <= hi:

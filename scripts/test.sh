@@ -112,6 +112,23 @@ except Exception:
 PY
 }
 
+# The test extra needs torch (notebooks/export_training.ipynb) on the CPU only. A plain
+# `pip install torch` takes the index's newest build with several GB of CUDA libraries; when pip
+# has a local wheel (its configured --find-links), take that one and then its dependencies.
+ensure_cpu_torch() {
+    if "$GALLERY_PY" -c "import torch" >/dev/null 2>&1; then
+        return 0
+    fi
+    if "$GALLERY_PY" -m pip install -q --no-index --no-deps "torch>=2.4" >/dev/null 2>&1; then
+        local version
+        version="$("$GALLERY_PY" -c "import importlib.metadata as m; print(m.version('torch'))")"
+        log "using the locally available torch $version"
+        "$GALLERY_PY" -m pip install -q "torch==$version"
+    else
+        log "no local torch wheel: pip will pick torch from the index"
+    fi
+}
+
 # ensure_package [EXTRA]: pip install -e ".[EXTRA]" unless it is already installed from here.
 TEST_MODULES=(pytest pytest_timeout hypothesis ruff nbclient nbformat ipykernel playwright)
 ensure_package() {
@@ -126,6 +143,9 @@ ensure_package() {
     fi
     if _installed "${modules[@]}"; then
         return 0
+    fi
+    if [ "$extra" = test ]; then
+        ensure_cpu_torch
     fi
     log "installing: $GALLERY_PY -m pip install -e '$spec'"
     (cd "$REPO_ROOT" && "$GALLERY_PY" -m pip install -e "$spec")

@@ -35,7 +35,9 @@ from gallery.serve import (
     DEFAULT_IMAGES_DIR,
     GALLERY_NOTEBOOK,
     IMAGES_ENV,
+    KERNEL_WS_PROTOCOL,
     MAX_WS_MESSAGE_BYTES,
+    v1_frame_ok,
     voila_command,
 )
 
@@ -129,7 +131,8 @@ def _msg(msg_type, content=None, channel="shell"):
     }
 
 
-async def _ws_connect(server, kernel_id, host_header=None):
+async def _ws_connect(server, kernel_id, host_header=None, subprotocols=(KERNEL_WS_PROTOCOL,)):
+    """A kernel websocket, speaking the v1 protocol (as Voilà's page does) unless told not to."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
@@ -139,8 +142,36 @@ async def _ws_connect(server, kernel_id, host_header=None):
     )
     headers = {"Host": host_header} if host_header else {}
     return await websocket_connect(
-        HTTPRequest(url, headers=headers, request_timeout=30), max_message_size=2**27
+        HTTPRequest(url, headers=headers, request_timeout=30),
+        max_message_size=2**27,
+        subprotocols=list(subprotocols) or None,
     )
+
+
+def _v1(msg) -> bytes:
+    """``msg`` as a v1 kernel websocket frame."""
+    from jupyter_server.services.kernels.connection.base import serialize_msg_to_ws_v1
+
+    return serialize_msg_to_ws_v1(msg, msg["channel"], lambda part: json.dumps(part).encode())
+
+
+def _from_v1(frame: bytes) -> dict:
+    from jupyter_server.services.kernels.connection.base import deserialize_msg_from_ws_v1
+
+    channel, parts = deserialize_msg_from_ws_v1(frame)
+    header, parent, metadata, content = (json.loads(part) for part in parts[:4])
+    return {
+        "header": header,
+        "msg_type": header.get("msg_type"),
+        "parent_header": parent,
+        "metadata": metadata,
+        "content": content,
+        "channel": channel,
+    }
+
+
+async def _send(conn, msg) -> None:
+    await conn.write_message(_v1(msg), binary=True)
 
 
 async def _wait_reply(conn, parent_id, timeout=30.0):
@@ -154,9 +185,7 @@ async def _wait_reply(conn, parent_id, timeout=30.0):
             return None, seen
         if raw is None:
             return None, seen
-        if isinstance(raw, bytes):
-            continue
-        msg = json.loads(raw)
+        msg = _from_v1(raw) if isinstance(raw, bytes) else json.loads(raw)
         seen.append(msg.get("msg_type") or msg.get("header", {}).get("msg_type"))
         if msg.get("parent_header", {}).get("msg_id") == parent_id and msg.get(
             "msg_type", msg["header"]["msg_type"]
@@ -602,9 +631,9 @@ def test_websocket_drops_execute_requests(gallery_server, tmp_path):
                     "stop_on_error": True,
                 },
             )
-            conn.write_message(json.dumps(execute))
+            await _send(conn, execute)
             info = _msg("kernel_info_request")
-            conn.write_message(json.dumps(info))
+            await _send(conn, info)
             # the channel works: the kernel answers kernel_info (sent after the execute) ...
             reply, seen = await _wait_reply(conn, info["header"]["msg_id"])
             assert reply is not None, f"no kernel_info_reply; saw {seen}"
@@ -631,11 +660,11 @@ def test_websocket_message_size_is_capped(gallery_server):
         conn = await _ws_connect(gallery_server, kernel_id)
         # just under the cap: a comm_msg to no comm, which the kernel ignores
         ok = _msg("comm_msg", {"comm_id": uuid.uuid4().hex, "data": {"x": ""}})
-        filler = MAX_WS_MESSAGE_BYTES - len(json.dumps(ok)) - 1024
+        filler = MAX_WS_MESSAGE_BYTES - len(_v1(ok)) - 1024
         ok["content"]["data"]["x"] = "a" * filler
-        await conn.write_message(json.dumps(ok))
+        await _send(conn, ok)
         info = _msg("kernel_info_request")
-        await conn.write_message(json.dumps(info))
+        await _send(conn, info)
         reply, seen = await _wait_reply(conn, info["header"]["msg_id"], timeout=60)
         assert reply is not None, f"connection unusable after a {filler} B message; saw {seen}"
         # one byte over the cap
@@ -646,6 +675,102 @@ def test_websocket_message_size_is_capped(gallery_server):
         return conn.close_code
 
     assert run(scenario()) in (1009, None)
+
+
+def test_v1_frame_check():
+    good = _v1(_msg("kernel_info_request"))
+    assert v1_frame_ok(good)
+    assert not v1_frame_ok(good.decode("latin-1"))  # text frames are legacy protocol
+    assert not v1_frame_ok(b"")
+    assert not v1_frame_ok(good[:7])
+    # 72 bytes claiming 2**40 offsets: jupyter_server would loop 2**40 times on it
+    huge = (2**40).to_bytes(8, "little") + bytes(64)
+    assert not v1_frame_ok(huge)
+    count = int.from_bytes(good[:8], "little")
+    offsets = [int.from_bytes(good[8 * i : 8 * i + 8], "little") for i in range(1, count + 1)]
+    swapped = list(offsets)
+    swapped[2], swapped[3] = swapped[3], swapped[2]
+    table = b"".join(o.to_bytes(8, "little") for o in swapped)
+    unsorted = good[:8] + table + good[8 * (count + 1) :]
+    assert not v1_frame_ok(unsorted)
+    assert not v1_frame_ok(good[: offsets[-1] - 1])  # the last part runs past the end
+    shifted = good[:8] + (offsets[0] + 8).to_bytes(8, "little") + good[16:]
+    assert not v1_frame_ok(shifted)  # the channel does not start right after the table
+
+
+def _server_answers(server) -> bool:
+    status, _, _ = request(server, "/voila/static/voila.js", method="HEAD")
+    return status == 200
+
+
+@pytest.mark.slow
+def test_legacy_websocket_protocol_is_refused(gallery_server):
+    """A client without the v1 subprotocol is closed (1008) before the kernel sends anything:
+    on the legacy protocol Voilà 0.5.13 misreads outgoing binary messages and freezes."""
+    _, kernel_id = start_kernel_via_page(gallery_server)
+
+    async def scenario():
+        conn = await _ws_connect(gallery_server, kernel_id, subprotocols=())
+        info = _msg("kernel_info_request")
+        with contextlib.suppress(Exception):
+            await conn.write_message(json.dumps(info))
+        got = []
+        while (raw := await asyncio.wait_for(conn.read_message(), 30)) is not None:
+            got.append(raw)
+        legacy = (conn.close_code, got)
+        conn = await _ws_connect(gallery_server, kernel_id)  # v1 still works
+        try:
+            info = _msg("kernel_info_request")
+            await _send(conn, info)
+            reply, seen = await _wait_reply(conn, info["header"]["msg_id"])
+        finally:
+            conn.close()
+        return legacy, reply, seen
+
+    (code, got), reply, seen = run(scenario())
+    assert code == 1008 and got == []
+    assert reply is not None, f"v1 connection unusable after a refused legacy one; saw {seen}"
+    assert _server_answers(gallery_server)
+
+
+@pytest.mark.slow
+def test_malformed_v1_frames_close_the_connection(gallery_server):
+    """Frames whose offset table does not fit are refused (1003) instead of reaching
+    jupyter_server's decoder; the server keeps answering and the kernel keeps working.
+
+    Each refusal is a server-side close while the kernel is still streaming the gallery's
+    widgets: without the pinned protocol, output sent in that window froze the server (the
+    next connection timed out about one run in three), so the refusals are repeated."""
+    _, kernel_id = start_kernel_via_page(gallery_server)
+    good = _v1(_msg("kernel_info_request"))
+    bad_frames = [
+        (2**40).to_bytes(8, "little") + bytes(64),  # would loop 2**40 times
+        (2**20).to_bytes(8, "little") + bytes(64),  # table longer than the message
+        good[:-5],  # content cut short
+    ] * 3
+
+    async def scenario():
+        codes = []
+        for frame in bad_frames:
+            conn = await _ws_connect(gallery_server, kernel_id)
+            await conn.write_message(frame, binary=True)
+            t0 = time.monotonic()
+            while await asyncio.wait_for(conn.read_message(), 30) is not None:
+                pass
+            codes.append((conn.close_code, time.monotonic() - t0))
+        conn = await _ws_connect(gallery_server, kernel_id)
+        try:
+            info = _msg("kernel_info_request")
+            await _send(conn, info)
+            reply, seen = await _wait_reply(conn, info["header"]["msg_id"])
+        finally:
+            conn.close()
+        return codes, reply, seen
+
+    codes, reply, seen = run(scenario())
+    assert [code for code, _ in codes] == [1003] * len(bad_frames), codes
+    assert reply is not None, f"kernel unusable after malformed frames; saw {seen}"
+    assert _server_answers(gallery_server)
 
 
 # --------------------------------------------------------------------------------------------

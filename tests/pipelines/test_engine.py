@@ -199,3 +199,22 @@ def test_uniform_bounds_are_respected_for_ints(engine):
     p = Preset([new_step("grid_mask", tile=Uniform(10, 12))])
     r = engine.render(p, draws=6)
     assert {rec.values[0]["tile"] for rec in r.records} <= {10, 11, 12}
+
+
+@pytest.mark.parametrize("op", ["auto_aug.shear_y", "auto_aug.brightness"])
+def test_auto_aug_random_sign_switch(engine, op):
+    """random_sign=False means no negation at all (DALI negates an unsigned bin at random on
+    its own); True negates about half of the samples, so draws of one image differ."""
+    def render(random_sign: bool):
+        step = {"op": op, "params": {"magnitude_bin": 20, "random_sign": random_sign}}
+        return engine.render(load(preset_dict([step], seed=3)), draws=4)
+
+    fixed = render(False)
+    for i in range(fixed.n_images):
+        for d in range(1, 4):
+            np.testing.assert_array_equal(fixed.tile(i, d), fixed.tile(i, 0))
+    signed = render(True)
+    tiles = [signed.tile(i, d) for i in range(signed.n_images) for d in range(4)]
+    positive = [fixed.tile(i, 0) for i in range(fixed.n_images) for _ in range(4)]
+    same = [np.array_equal(t, p) for t, p in zip(tiles, positive, strict=True)]
+    assert True in same and False in same, "a random sign should keep some samples, flip others"
