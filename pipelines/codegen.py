@@ -65,6 +65,9 @@ class Chain:
     feeds: list[Feed] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     step_lines: dict[int, tuple[int, int]] = field(default_factory=dict)
+    conditionals: bool = False
+    """Whether the pipeline needs ``enable_conditionals`` (a step that fires with a
+    probability, or an operator declared ``conditionals``)."""
 
 
 def seed_slot(step: int, k: int) -> int:
@@ -115,6 +118,7 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chai
         start = len(body)
         body.extend(_step_lines(i, step, spec, mode, chain))
         chain.step_lines[i] = (start, len(body))
+        chain.conditionals |= spec.conditionals or step.probability < 1
     if mode == "preview":
         recs = ", ".join(_record_var(r) for r in chain.records)
         body.append(f"return images, [{recs}]")

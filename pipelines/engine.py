@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import re
 import shutil
@@ -32,10 +33,15 @@ import numpy as np
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, Feed, preview_module
 from .device import Device, resolve
+from .pipeline_cache import PipelineCache
 from .preset import Preset, Step, Uniform, load
 
 MAX_BATCH = 256
 _CACHE_SIZE = 3
+_EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
+"""DALI's executor for every preview pipeline, traced or loaded from the cache alike (a loaded
+pipeline otherwise gets the old executor, whose RNG state cannot be restored after a run)."""
+_log = logging.getLogger(__name__)
 
 
 class StepError(RuntimeError):
@@ -106,14 +112,19 @@ class PreviewEngine:
 
     ``device``: "auto" (GPU when DALI sees one), "cpu" (``device_id=None``, CPU operators) or
     "gpu" (mixed decoding and GPU operators; outputs are copied to host at the end only).
+    ``cache``: where built pipelines are kept between kernels (default: ``PipelineCache.default``,
+    see :mod:`pipelines.pipeline_cache`). ``builds`` counts pipelines made, ``cache_hits`` those
+    of them loaded from the cache instead of traced.
     """
 
     def __init__(self, device: str = "auto", num_threads: int | None = None,
-                 catalog: Catalog = CATALOG) -> None:
+                 catalog: Catalog = CATALOG, cache: PipelineCache | None = None) -> None:
         self.device: Device = resolve(device)
         self.num_threads = num_threads or max(1, min(os.cpu_count() or 1, 8))
         self.catalog = catalog
+        self.cache = cache if cache is not None else PipelineCache.default()
         self.builds = 0
+        self.cache_hits = 0
         self.renders = 0
         self.names: list[str] = []
         self._arrays: list[np.ndarray] = []
@@ -260,7 +271,7 @@ class PreviewEngine:
             return self._pipes[key], False
         module, path = self._module(code)
         try:
-            pipe, checkpoint = self._build_fresh(module, preset, batch, tail)
+            pipe, checkpoint = self._build_fresh(module, preset, batch, tail, chain, code)
         except Exception as e:  # a build failure names the step it came from
             raise self._step_error(e, _Built(None, b"", chain, path, _step_lines(code)),
                                    preset) from e
@@ -271,21 +282,57 @@ class PreviewEngine:
             self._pipes.popitem(last=False)
         return built, True
 
-    def _build_fresh(self, module: ModuleType, preset: Preset, batch: int,
-                     tail: bool) -> tuple[Any, bytes | None]:
-        """Build and checkpoint; a few operators (clahe) cannot be checkpointed, and then the
-        engine rebuilds before each render instead of restoring the RNG state."""
+    def _build_fresh(self, module: ModuleType, preset: Preset, batch: int, tail: bool,
+                     chain: Chain, code: str) -> tuple[Any, bytes | None]:
+        """Load the pipeline from the cache or trace it, and checkpoint it. A few operators
+        (clahe) cannot be checkpointed: the engine then rebuilds before each render instead of
+        restoring the RNG state. Custom Python operators cannot be serialized, so chains with
+        one are always traced."""
         tail = tail and preset.output is not None
+        custom = any(self.catalog[s.op].custom for _, s in preset.active_steps())
+        key = None
+        if self.cache.enabled and not custom:
+            key = self.cache.key(code, preset.seed, batch, self.device, tail, chain.conditionals)
+            loaded = self._from_cache(key)
+            if loaded is not None:
+                return loaded
         try:
-            pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, True)
+            pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, True,
+                          chain.conditionals)
             pipe.build()
-            return pipe, pipe.checkpoint()
+            checkpoint = pipe.checkpoint()
         except RuntimeError as e:
             if "Checkpointing is not implemented" not in str(e):
                 raise
-        pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, False)
-        pipe.build()
-        return pipe, None
+            pipe = _build(module, preset.seed, batch, self.device, self.num_threads, tail, False,
+                          chain.conditionals)
+            pipe.build()
+            checkpoint = None
+        if key is not None:
+            self.cache.store(key, pipe.serialize(), checkpoint is not None)
+        return pipe, checkpoint
+
+    def _from_cache(self, key: str) -> tuple[Any, bytes | None] | None:
+        entry = self.cache.load(key)
+        if entry is None:
+            return None
+        from nvidia.dali import Pipeline
+
+        blob, checkpointing = entry
+        try:
+            pipe = Pipeline.deserialize(
+                serialized_pipeline=blob, device_id=0 if self.device == "gpu" else None,
+                num_threads=self.num_threads, prefetch_queue_depth=1,
+                enable_checkpointing=checkpointing, **_EXECUTOR)
+            pipe.build()
+            checkpoint = pipe.checkpoint() if checkpointing else None
+        except RuntimeError as e:  # a damaged or foreign entry: trace the pipeline instead
+            _log.warning("pipeline cache: entry %s could not be loaded (%s); rebuilding", key,
+                         str(e).splitlines()[0] if str(e) else type(e).__name__)
+            self.cache.discard(key)
+            return None
+        self.cache_hits += 1
+        return pipe, checkpoint
 
     def _module(self, code: str) -> tuple[ModuleType, Path]:
         digest = hashlib.sha1(code.encode()).hexdigest()[:16]
@@ -406,10 +453,10 @@ def _stack_renders(parts: list[Render]) -> Render:
 
 
 def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
-           tail: bool, checkpointing: bool) -> Any:
+           tail: bool, checkpointing: bool, conditionals: bool) -> Any:
     from nvidia.dali import fn, pipeline_def, types
 
-    @pipeline_def(enable_conditionals=True)
+    @pipeline_def(enable_conditionals=conditionals)
     def preview():
         images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
         if device == "gpu":
@@ -426,6 +473,7 @@ def _build(module: ModuleType, seed: int, batch: int, device: Device, threads: i
         seed=seed,
         prefetch_queue_depth=1,
         enable_checkpointing=checkpointing,
+        **_EXECUTOR,
     )
 
 

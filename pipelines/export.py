@@ -38,7 +38,7 @@ def flat_folder_files(file_root):
     return [e.name for e in entries if e.name.lower().endswith(IMAGE_EXTENSIONS)]
 
 
-@pipeline_def(enable_conditionals=True)
+@pipeline_def(enable_conditionals={conditionals})
 def training_pipeline(file_root, files, aug_seed, shard_id, num_shards, shuffle, dec):
     """Read, decode and augment; returns (images, labels)."""
     jpegs, labels = fn.readers.file(
@@ -151,7 +151,7 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG) 
                             "normalise.", tail_lines(preset.output)))
         finish = "    images = finish(images, seed=aug_seed)\n"
     custom = custom_sources(preset, catalog)
-    pipeline = _PIPELINE.format(finish=finish)
+    pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals)
     code = "\n\n\n".join(fns) + "\n\n\n" + pipeline
     helpers = helper_source(_used(code))
     if custom:

@@ -73,8 +73,8 @@ def _const(value):
 
 
 def _bin(magnitude_bin, random_sign, seed):
-    """auto_aug magnitude bin with its sign: negated for a random half of the samples when
-    asked, never otherwise (given an unsigned bin, DALI negates at random, unseeded)."""
+    """auto_aug magnitude bin with its sign: negated for a random half of the samples
+    when asked, never otherwise (DALI negates an unsigned bin at random, unseeded)."""
     if random_sign:
         return signed_bin(magnitude_bin, seed=seed)
     return signed_bin(magnitude_bin, random_sign=0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,3 +23,9 @@ def large_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("large") / "huge.jpg"
     path.write_bytes(large_jpeg())
     return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Built pipelines are cached in a folder of this test session, never the user's own (the
+    servers and kernels the tests start inherit it)."""
+    os.environ["DALI_GALLERY_CACHE"] = tempfile.mkdtemp(prefix="dali-gallery-test-cache-")

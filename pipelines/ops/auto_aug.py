@@ -70,6 +70,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         ),
         magnitude="m",
         policy=True,
+        conditionals=True,
     ),
     OpSpec(
         "trivial_augment",
@@ -80,6 +81,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         (Param("num_magnitude_bins", "int", 31, "Number of magnitude bins", bounds=(2, 101),
                slider=(2, 64), step=1),),
         policy=True,
+        conditionals=True,
     ),
     OpSpec(
         "auto_augment",
@@ -88,5 +90,6 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         "auto_augment.auto_augment({x}, policy_name={policy_name}, seed={seed})",
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
+        conditionals=True,
     ),
 ]
