@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.catalog import CATALOG
 from pipelines.engine import PreviewEngine
+from pipelines.pipeline_cache import PipelineCache
 from pipelines.preset import load
 from tests.support import SAMPLES, first_batch, one_step, preset_dict, random_value
 
@@ -62,6 +63,27 @@ def test_chain_with_tail_matches_export_on_gpu(engine, tmp_path):
     exported = first_batch(preset, SAMPLES, N, tmp_path, device_id=0)
     for a, b in zip(render.first_draw(), exported, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
+    """A GPU pipeline loaded from the on-disk cache (a new kernel) equals the traced one."""
+    preset = load(preset_dict([
+        {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+        {"op": "jitter", "params": {"nDegree": 3}},
+        {"op": "rand_augment", "params": {"n": 2, "m": 12}},
+    ], seed=21))
+    cache = PipelineCache(tmp_path)
+    renders = []
+    for _ in range(2):
+        eng = PreviewEngine("gpu", num_threads=4, cache=cache)
+        eng.set_arrays(engine.images, engine.names)
+        renders.append((eng.render(preset, draws=2), eng.cache_hits))
+        eng.close()
+    (traced, hits0), (loaded, hits1) = renders
+    assert (hits0, hits1) == (0, 1)
+    for a, b in zip(traced.images, loaded.images, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in loaded.records]
 
 
 def test_gpu_jpeg_encoding_of_previews(engine):
