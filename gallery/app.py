@@ -21,6 +21,7 @@ from pipelines.device import describe
 from pipelines.images import ImageProblem
 from widgets.builder import Builder
 from widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
+from widgets.page_ready import after_page_load
 
 from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from .view import GalleryView
@@ -85,8 +86,10 @@ class App:
         self._load_into_builder = panel.on_load
         panel.on_load = self._load
         source = source_from(images if images is not None else SAMPLES_DIR)
-        self.gallery.set_images(source.items, root=source.root)
         self._build(panel.widget, notes)
+        # under Voilà the gallery starts once the page has the app's widgets (page_ready)
+        if after_page_load(lambda: self._first_gallery(source)):
+            self.gallery.set_status("the gallery starts rendering as soon as the page is ready")
 
     def _build(self, images_panel: W.Widget, notes: list[str]) -> None:
         self.tabs = W.Tab(children=[self.gallery.widget, self.builder.widget,
@@ -127,6 +130,10 @@ class App:
         return self.widget._repr_mimebundle_(**kwargs)
 
     # ---- wiring -------------------------------------------------------------------------------
+
+    def _first_gallery(self, source: ImageSource) -> None:
+        if not self.gallery.images_set:  # the user may have loaded other images meanwhile
+            self.gallery.set_images(source.items, root=source.root)
 
     def _load(self, source: ImageSource) -> list[ImageProblem]:
         """The image panel's action: the builder validates and loads; the gallery follows

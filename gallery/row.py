@@ -1,9 +1,9 @@
 """One operator's card in the gallery: header, one image per column, and the add buttons.
 
 The pixels are DALI's (from :func:`gallery.sweep.render_row`); this module only stacks a
-column's tiles into one picture and encodes it as JPEG for display. A page holds ~50 cards, so
-each card uses few widget models: a header, one ``Image`` per column and one
-``ToggleButtons`` whose buttons are the "add" actions.
+column's tiles into one picture, scales it to the size it is shown at and encodes it as JPEG.
+A page holds ~50 cards, so each card uses few widget models: a header, one ``Image`` per
+column and one ``ToggleButtons`` whose buttons are the "add" actions.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from pipelines.grid import to_display
 from .sweep import RowResult
 
 TILE_PX = 104
+DISPLAY_SCALE = 2
+"""Image pixels per CSS pixel of a tile: sharp on high-density screens, and a page of 50 cards
+stays a few MB (at 512 px the strips would be 25 times larger than what is shown)."""
 GAP_PX = 4
 JPEG_QUALITY = 85
 
@@ -47,8 +50,13 @@ def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> bytes:
         y = i * (h + GAP_PX) + (h - th) // 2
         x = (w - tw) // 2
         sheet[y:y + th, x:x + tw] = a[:th, :tw]
+    img = Image.fromarray(sheet)
+    if img.width > TILE_PX * DISPLAY_SCALE:  # never sent larger than it can be shown
+        width = TILE_PX * DISPLAY_SCALE
+        img = img.resize((width, round(img.height * width / img.width)),
+                         Image.Resampling.BILINEAR, reducing_gap=2.0)
     buf = io.BytesIO()
-    Image.fromarray(sheet).save(buf, "JPEG", quality=JPEG_QUALITY)
+    img.save(buf, "JPEG", quality=JPEG_QUALITY)
     return buf.getvalue()
 
 

@@ -88,6 +88,9 @@ def _find_notebook() -> Path:
 #: The notebook ``dali-gallery serve`` renders.
 GALLERY_NOTEBOOK: Path = _find_notebook()
 
+#: Seconds Voilà waits for a cell's output after the cell has run (see ``voila_command``).
+IOPUB_TIMEOUT_S = 120
+
 #: The only kernel websocket protocol the server accepts (what Voilà's and Lab's front-ends use).
 KERNEL_WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 _MAX_V1_PARTS = 2 + 4 + 1024  # offsets: channel start/end + header, parent, metadata, content,
@@ -298,6 +301,10 @@ def voila_command(
         r"--VoilaConfiguration.file_allowlist=\A(?!)",
         "--VoilaConfiguration.file_denylist=.*",
         "--VoilaConfiguration.preheat_kernel=False",
+        # Voilà collects a cell's output for at most iopub_timeout seconds after the cell ends
+        # (nbclient's default: 4 s); with several kernels starting at once on a small machine the
+        # app's display message came later, and those pages stayed blank for good.
+        f"--VoilaExecutor.iopub_timeout={IOPUB_TIMEOUT_S}",
         # v1 kernel websocket protocol only, with its frames checked: see
         # V1OnlyKernelWebsocketConnection (the server process imports it from this module).
         "--Voila.kernel_websocket_connection_class="

@@ -6,7 +6,7 @@ Rows render on a worker thread and stream in with a progress bar. Every change o
 or filter starts a new generation; the worker drops work of an older one at the next row, so an
 outdated render never reaches the page. Cards stay valid across filter changes (only the images
 and the size invalidate them), so filtering never renders again. Widget changes made for the
-worker run on the kernel's main thread (:mod:`gallery.ui_thread`).
+worker run on the kernel's main thread (:mod:`widgets.ui_thread`).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pipelines.device import describe
 from pipelines.engine import PreviewEngine, StepError
 from pipelines.images import EncodedImage, ImageProblem, collect, decode
 from pipelines.preset import PresetError
+from widgets.ui_thread import on_ui_thread
 
 from .row import Row, row_strips, slug
 from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
-from .ui_thread import on_ui_thread
 
 __all__ = ["GalleryView", "SIZES", "slug"]
 
@@ -98,6 +98,8 @@ class GalleryView:
         self._visible: list[str] = []
         self._images: list[EncodedImage] = []
         self._version = 0
+        self.images_set = False
+        """Whether images were given (an empty set counts: the user chose it)."""
         self._loaded: tuple[int, int] | None = None
         self._gen = 0
         self._closed = False
@@ -153,6 +155,7 @@ class GalleryView:
         with self._lock:
             self._images = encoded
             self.problems = list(problems)
+            self.images_set = True
         self._restart(new_images=True)
         return problems
 
@@ -171,7 +174,12 @@ class GalleryView:
         with self._lock:
             self._images = encoded
             self.problems = []
+            self.images_set = True
         self._restart(new_images=True)
+
+    def set_status(self, text: str, error: bool = False) -> None:
+        """A line in the status bar (e.g. why nothing renders yet)."""
+        self._say(text, error)
 
     def on_add(self, handler: AddHandler) -> None:
         """Call ``handler(op, params)`` when an "add" button is clicked."""

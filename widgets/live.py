@@ -3,7 +3,8 @@
 It owns the engine side (:class:`PreviewRenderer`), the :class:`Scheduler` and the preview
 widgets; the builder tells it when the pipeline changed (``request``) and learns about render
 errors through ``on_errors(step, message)`` so it can show them on the step's card. Results and
-errors are applied under the builder's UI lock, because they arrive on the worker thread.
+errors arrive on the worker thread: in a kernel they are applied on its main thread
+(:mod:`widgets.ui_thread`), and always under the builder's UI lock.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .preview import MAX_DRAWS, SIZES, PreviewGrid
 from .render import PreviewRenderer, RenderRequest, RenderResult
 from .scheduler import Outcome, Scheduler
 from .thumbnails import Thumbnails
+from .ui_thread import UI
 
 log = logging.getLogger(__name__)
 SIZE_VALUES = tuple(v for _, v in SIZES)
@@ -81,7 +83,7 @@ class LivePreview:
         self.thumbnails = Thumbnails(self.device, catalog) if thumbnails else None
         self.scheduler: Scheduler[RenderRequest, RenderResult] = Scheduler(
             self.renderer.render, self._deliver, on_idle=self._on_idle, on_error=self._bug,
-            sync=sync)
+            sync=sync, ui=UI)
 
     # ---- requests -----------------------------------------------------------------------------
 
@@ -173,13 +175,14 @@ class LivePreview:
             try:
                 data = self.thumbnails.render(op)
             except StepError as e:  # shown on the item; the other thumbnails go on
+                message = str(e)
                 with self._ui:
-                    self.thumbnail_errors[op] = str(e)
-                    self.picker.items[op].thumb.tooltip = f"thumbnail failed: {e}"
+                    self.thumbnail_errors[op] = message
+                UI.call(lambda: setattr(self.picker.items[op].thumb, "tooltip",
+                                        f"thumbnail failed: {message}"), self._bug)
                 return
             if data is not None:
-                with self._ui:
-                    self.picker.set_thumbnail(op, data)
+                UI.call(lambda: self.picker.set_thumbnail(op, data), self._bug)
         return task
 
     # ---- internals ----------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .ui_thread import UiQueue
+
 Req = TypeVar("Req")
 Res = TypeVar("Res")
 log = logging.getLogger(__name__)
@@ -59,14 +61,18 @@ class Scheduler(Generic[Req, Res]):
 
     ``on_idle`` runs after a delivery when no request is waiting (cheap follow-up work such
     as refreshing the exported code); ``on_error`` receives exceptions raised by ``deliver``,
-    ``on_idle`` or background tasks (bugs), which must not kill the worker.
+    ``on_idle`` or background tasks (bugs), which must not kill the worker. ``ui`` (e.g.
+    :data:`widgets.ui_thread.UI`) carries ``deliver`` and ``on_idle`` to the thread that may
+    touch widgets; ``wait_idle`` then also waits for, and on the main thread applies, them.
     """
 
     def __init__(self, work: Callable[[Req], Res],
                  deliver: Callable[[Outcome[Req, Res]], None], *,
                  on_idle: Callable[[], None] | None = None,
                  on_error: Callable[[Exception], None] | None = None,
-                 sync: bool = False, name: str = "dali-gallery-render") -> None:
+                 sync: bool = False, name: str = "dali-gallery-render",
+                 ui: UiQueue | None = None) -> None:
+        self._ui = ui
         self._work = work
         self._deliver = deliver
         self._on_idle = on_idle
@@ -132,13 +138,19 @@ class Scheduler(Generic[Req, Res]):
         """Block until nothing is waiting or running (background tasks too when asked);
         False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while not self._idle(background):
+        while True:
+            if self._ui is not None:
+                self._ui.drain()  # on the main thread, apply what the worker handed over
+            with self._cond:
+                ui_pending = self._ui is not None and self._ui.pending()
+                if self._idle(background) and not ui_pending:
+                    return True
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
+                if ui_pending:  # look again soon: nothing notifies when it has been applied
+                    left = 0.02 if left is None else min(0.02, left)
                 self._cond.wait(left)
-        return True
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the worker after its current task; pending requests are dropped."""
@@ -217,11 +229,18 @@ class Scheduler(Generic[Req, Res]):
         self.stats.versions.append(version)
         if not outcome.latest:
             self.stats.stale += 1
-        self._guard(lambda: self._deliver(outcome))
+        self._call(lambda: self._deliver(outcome))
         with self._cond:
             quiet = self._pending is None
         if quiet and self._on_idle is not None:
-            self._guard(self._on_idle)
+            self._call(self._on_idle)
+
+    def _call(self, fn: Callable[[], None]) -> None:
+        """A callback that touches widgets: through the UI queue when there is one."""
+        if self._ui is None:
+            self._guard(fn)
+        else:
+            self._ui.call(fn, self._on_error)
 
     def _guard(self, fn: Callable[[], None]) -> None:
         try:

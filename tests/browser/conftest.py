@@ -585,28 +585,25 @@ def move_slider(
     target: Any = ".widget-slider",
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> str:
-    """Press ArrowRight (steps > 0) or ArrowLeft (steps < 0) on the slider's handle, then wait
-    until ``aria-valuenow`` has moved that many steps (for a step of 1). Returns the new value."""
+    """Press ArrowRight (steps > 0) or ArrowLeft (steps < 0) on the slider's handle, one key at
+    a time, each time waiting until ``aria-valuenow`` has moved (a key pressed while the page
+    is still busy with the previous one can be dropped by the slider). Returns the new value."""
     slider = page.locator(target).first if isinstance(target, str) else target
     handle = slider.locator(".noUi-handle").first
-    before = handle.get_attribute("aria-valuenow")
-    handle.focus()
+    start = handle.get_attribute("aria-valuenow")
     key = "ArrowRight" if steps > 0 else "ArrowLeft"
+    current = start
     for _ in range(abs(steps)):
+        handle.focus()
         handle.press(key)
-    expected = None
-    with contextlib.suppress(TypeError, ValueError):
-        expected = float(before) + steps
-    deadline = time.monotonic() + timeout_ms / 1000
-    while time.monotonic() < deadline:
-        now = handle.get_attribute("aria-valuenow")
-        if now != before and (expected is None or float(now) == expected):
-            return now
-        page.wait_for_timeout(50)
-    raise AssertionError(
-        f"slider stayed at {handle.get_attribute('aria-valuenow')} "
-        f"(from {before}, {steps:+d} steps)"
-    )
+        deadline = time.monotonic() + timeout_ms / 1000
+        while handle.get_attribute("aria-valuenow") == current:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"slider stayed at {current} (from {start}, {steps:+d} steps)")
+            page.wait_for_timeout(20)
+        current = handle.get_attribute("aria-valuenow")
+    return current
 
 
 @pytest.fixture
