@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .ui_thread import _kernel_loop
+from .ui_thread import kernel_loop
 
 VOILA_ENV = "VOILA_KERNEL_ID"
 """Set by Voilà in each kernel it starts, before the notebook runs."""
@@ -28,7 +28,7 @@ _installed = False
 def after_page_load(fn: Callable[[], None], timeout_s: float = 20.0) -> bool:
     """Run ``fn`` (on the kernel's main thread) once the Voilà page has loaded the widgets'
     state; right away outside Voilà. Returns whether it was deferred."""
-    loop = _kernel_loop()
+    loop = kernel_loop()
     if loop is None or not os.environ.get(VOILA_ENV):
         fn()
         return False
@@ -52,7 +52,7 @@ def after_page_load(fn: Callable[[], None], timeout_s: float = 20.0) -> bool:
 
 def page_loaded() -> None:
     """The page has the widgets' state: start what waited for it (after the reply is out)."""
-    loop = _kernel_loop()
+    loop = kernel_loop()
     pending, _waiting[:] = list(_waiting), []
     for fn in pending:
         if loop is not None:

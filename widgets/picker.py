@@ -17,8 +17,10 @@ import ipywidgets as w
 from pipelines.catalog import CATALOG, CATEGORIES, Catalog, OpSpec
 
 from . import style
+from .ui_thread import kernel_loop
 
 ALL = "all"
+SUBMIT_DELAY_S = 0.3
 
 
 def unavailable_reason(spec: OpSpec, device: str) -> str:
@@ -106,7 +108,11 @@ class Picker:
         return [s.name for s in self.catalog.by_category(self.categories[index])]
 
     def submit(self) -> str | None:
-        """Enter in the search box: add the first available match; returns its name."""
+        """Enter in the search box: add the first available match; returns its name. An empty
+        search adds nothing (Enter on an empty box is not a choice)."""
+        if not self.search.value.strip():
+            self.hint.value = "<span style='font-size:12px'>type part of a name, then Enter</span>"
+            return None
         for name in self.matches():
             if self.items[name].available:
                 self.on_add(name)
@@ -140,8 +146,15 @@ class Picker:
                            f"<span class='{style.ERROR}'>no available operator matches</span>")
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        if content.get("event") == "submit":
+        if content.get("event") != "submit":
+            return
+        loop = kernel_loop()
+        if loop is None:
             self.submit()
+        else:
+            # The browser sends Enter at once but holds the typed text back while the kernel is
+            # busy (ipywidgets throttles value updates): wait for the text before choosing.
+            loop.call_later(SUBMIT_DELAY_S, self.submit)
 
 
 def catalog_has(catalog: Catalog, category: str) -> bool:

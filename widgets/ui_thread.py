@@ -24,7 +24,8 @@ _log = logging.getLogger(__name__)
 ErrorSink = Callable[[Exception], None]
 
 
-def _kernel_loop() -> Any:
+def kernel_loop() -> Any:
+    """The running kernel's io_loop (main thread), or None outside a kernel."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -54,7 +55,7 @@ class UiQueue:
     def call(self, fn: Callable[[], None], on_error: ErrorSink | None = None) -> None:
         """Run ``fn`` on the kernel's main thread (soon, in order), or now without a kernel.
         An exception in ``fn`` is logged and passed to ``on_error``, never lost."""
-        loop = _kernel_loop()
+        loop = kernel_loop()
         if loop is None or threading.current_thread() is threading.main_thread():
             self.drain()  # keep the order: earlier queued changes first
             _run(fn, on_error)

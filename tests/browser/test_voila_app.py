@@ -262,7 +262,8 @@ def test_a_bad_upload_shows_a_message_and_the_app_keeps_working(app, ui):
     upload([{"name": "mine.jpg", "mimeType": "image/jpeg", "buffer": cat},
             {"name": "broken.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n junk"}])
     panel.locator(".widget-html", has_text="mine.jpg").first.wait_for()
-    assert "broken.png" in panel.locator(".dg-image-problems").inner_text()
+    panel.locator(".dg-image-problems", has_text="broken.png").wait_for()
+    assert "notes.jpg" not in panel.locator(".dg-image-problems").inner_text()
     tab(page, "Gallery")
     page.wait_for_function(GALLERY_DONE_JS, timeout=240_000)
     wait_rows(page)

@@ -36,8 +36,8 @@ class FakeComm:
 @pytest.fixture
 def voila(monkeypatch) -> FakeLoop:
     loop = FakeLoop()
-    monkeypatch.setattr(ui_thread, "_kernel_loop", lambda: loop)
-    monkeypatch.setattr(page_ready, "_kernel_loop", lambda: loop)
+    monkeypatch.setattr(ui_thread, "kernel_loop", lambda: loop)
+    monkeypatch.setattr(page_ready, "kernel_loop", lambda: loop)
     monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
     monkeypatch.setattr(page_ready, "_waiting", [])
     return loop

@@ -88,3 +88,32 @@ def test_showcase_values_come_from_the_catalog():
         v = showcase_value(spec)
         if v is not None:
             assert spec.param(spec.magnitude).check(v) is None, spec.name
+
+
+def test_enter_on_an_empty_search_adds_nothing(builder):
+    n = len(builder.preset.steps)
+    builder.picker.search.value = ""
+    assert builder.picker.submit() is None
+    assert len(builder.preset.steps) == n
+    assert "type part of a name" in builder.picker.hint.value
+
+
+def test_in_a_kernel_enter_waits_for_the_typed_text(builder, monkeypatch):
+    """The browser sends Enter at once but may hold the typed text back while the kernel is
+    busy: the choice is made a moment later, with the text that arrived meanwhile."""
+    from widgets import picker as picker_module
+
+    timers: list = []
+
+    class Loop:
+        def call_later(self, delay, fn):
+            timers.append((delay, fn))
+
+    monkeypatch.setattr(picker_module, "kernel_loop", lambda: Loop())
+    picker = builder.picker
+    picker.search.value = ""
+    picker.search._handle_custom_msg({"event": "submit"}, [])  # Enter arrives first ...
+    picker.search.value = "grid_mask"  # ... then the text the user typed before it
+    assert [d for d, _ in timers] == [picker_module.SUBMIT_DELAY_S]
+    timers[0][1]()
+    assert builder.preset.steps[-1].op == "grid_mask"

@@ -30,7 +30,7 @@ class FakeLoop:
 @pytest.fixture
 def loop(monkeypatch) -> FakeLoop:
     fake = FakeLoop()
-    monkeypatch.setattr(ui_thread, "_kernel_loop", lambda: fake)
+    monkeypatch.setattr(ui_thread, "kernel_loop", lambda: fake)
     return fake
 
 
@@ -82,7 +82,7 @@ def test_errors_reach_their_sink_and_later_changes_still_run(loop):
 
 
 def test_without_a_kernel_changes_run_in_the_calling_thread(monkeypatch):
-    monkeypatch.setattr(ui_thread, "_kernel_loop", lambda: None)
+    monkeypatch.setattr(ui_thread, "kernel_loop", lambda: None)
     queue = UiQueue()
     seen: list[str] = []
     in_worker(lambda: queue.call(lambda: seen.append(threading.current_thread().name)))
