@@ -38,7 +38,7 @@ COLOURS = [(220, 40, 40), (40, 200, 40), (40, 60, 220), (220, 200, 30), (200, 40
 SECOND = ["saturation", "contrast", "gaussian_blur", "noise.shot", "sphere", "grid_mask"]
 TILE = ".dg-builder img.dg-preview-tile"
 ORIGINAL = ".dg-builder img.dg-preview-original"
-ANGLE = ".dg-step-card .dg-param-angle .widget-slider"
+ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"  # a range: its lower handle
 GALLERY_DONE_JS = """() => /operators in/.test(
     (document.querySelector('.dg-gallery-status') || {}).textContent || '')"""
 KERNEL_RSS_LIMIT_MB = 3000
@@ -55,15 +55,16 @@ def session_image(k: int) -> bytes:
     return buf.getvalue()
 
 
-def mean_colour(data: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), np.float32).mean((0, 1))
-
-
 def closest_session(data: bytes) -> int:
-    """Which session's colour an image shows (nearest mean colour)."""
-    mean = mean_colour(data)
-    ref = [np.array(c, np.float32) * 0.8 for c in COLOURS]
-    return int(np.argmin([np.abs(mean - r).sum() for r in ref]))
+    """Which session's colour an image shows: the direction of the median colour of its lit
+    pixels (the chains black out corners and grid cells, and change brightness and contrast,
+    but none of them turns one session's hue into another's)."""
+    pixels = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), np.float32).reshape(-1, 3)
+    lit = pixels[pixels.max(axis=1) > 60]
+    median = np.median(lit if len(lit) else pixels, axis=0)
+    unit = median / (np.linalg.norm(median) + 1e-6)
+    refs = [np.array(c, np.float32) / np.linalg.norm(c) for c in COLOURS]
+    return int(np.argmax([float(unit @ r) for r in refs]))
 
 
 def kernel_rss_mb(server) -> dict[int, float]:
