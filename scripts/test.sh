@@ -2,8 +2,8 @@
 # The project's test command:  bash scripts/test.sh [extra pytest arguments]
 #
 # Installs what is missing (Chromium through apt-get, the package with its `test` extra through
-# pip), skipping what is already there, then runs every test that needs no GPU. The exit status
-# is pytest's. Also sourced by scripts/start.sh and .ci/run for its helper functions.
+# pip), skipping what is already there, checks the code with ruff, then runs every test that
+# needs no GPU. The exit status is ruff's if it finds a problem, else pytest's. Also sourced by scripts/start.sh and .ci/run for its helper functions.
 #
 # Environment: PYTHON (interpreter to use; default: the active virtualenv, ./.venv, python,
 # python3 -- an "externally managed" system Python gets a ./.venv instead), DALI_GALLERY_CHROMIUM
@@ -155,6 +155,8 @@ main() {
     cd "$REPO_ROOT"
     ensure_chromium || log "no Chromium: browser tests will be skipped (or fail when CI is set)"
     ensure_package test
+    log "running: $GALLERY_PY -m ruff check ."
+    "$GALLERY_PY" -m ruff check --no-cache .
     log "running: $GALLERY_PY -m pytest -m 'not gpu' -p no:cacheprovider $*"
     # exec: pytest's exit status is this script's (failures are never masked)
     exec "$GALLERY_PY" -m pytest -m "not gpu" -p no:cacheprovider "$@"
