@@ -235,9 +235,11 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
         handmade = hand()
         exported.build()
         handmade.build()
-        iters = n // batch
+        # one pass over the folder takes ~15 ms on a GPU: several passes per timing, many
+        # interleaved rounds, so that one scheduling hiccup does not decide the ratio
+        iters = (n // batch) * (4 if device == "gpu" else 1)
         rates: dict[str, list[float]] = {"exported": [], "hand_written": []}
-        for _ in range(2 if quick else 4):
+        for _ in range(2 if quick else 10):
             for name, pipe in (("exported", exported), ("hand_written", handmade)):
                 t = time.perf_counter()
                 for _ in range(iters):

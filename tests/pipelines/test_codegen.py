@@ -1,0 +1,76 @@
+"""The preview module: its source is the pipeline's structure key, so it must change with
+every build-time value and never with a fed one, and memoising it must not serve stale code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.catalog import CATALOG, unregister
+from pipelines.codegen import preview_module
+from pipelines.custom import custom_op
+from pipelines.params import Param
+from pipelines.preset import load
+from tests.support import preset_dict
+
+
+def module(steps, **kw) -> str:
+    return preview_module(load(preset_dict(steps)), **kw)[0]
+
+
+def test_fed_values_do_not_change_the_source():
+    a = module([{"op": "rotate", "probability": 0.3, "params": {"angle": 10.0}}])
+    b = module([{"op": "rotate", "probability": 0.8, "params": {"angle": -40.0}}])
+    c = module([{"op": "rotate", "probability": 0.3,
+                 "params": {"angle": {"uniform": [-5, 5]}}}])
+    d = module([{"op": "rotate", "probability": 0.3,
+                 "params": {"angle": {"uniform": [-50, 50]}}}])
+    assert a == b and c == d and a != c
+
+
+def test_build_time_values_and_structure_change_the_source():
+    base = module([{"op": "water", "params": {"ampl_x": 5.0}}])
+    assert module([{"op": "water", "params": {"ampl_x": 6.0}}]) != base
+    assert "6.0" in module([{"op": "water", "params": {"ampl_x": 6.0}}])
+    assert module([{"op": "water", "probability": 0.5, "params": {"ampl_x": 5.0}}]) != base
+    assert module([{"op": "water", "params": {"ampl_x": 5.0}}, {"op": "flip"}]) != base
+    assert module([{"op": "water", "params": {"ampl_x": 5.0}}]) == base  # memoised, equal
+
+
+def test_the_training_tail_is_part_of_the_key():
+    steps = [{"op": "flip"}]
+    out = {"resize_shorter": 160, "crop": [128, 128]}
+    plain = preview_module(load(preset_dict(steps, output=out)))[0]
+    tailed = preview_module(load(preset_dict(steps, output=out)), tail=True)[0]
+    other = preview_module(load(preset_dict(steps, output={**out, "crop": [96, 96]})),
+                           tail=True)[0]
+    assert "def finish" not in plain and "def finish" in tailed
+    assert "(128, 128)" in tailed and "(96, 96)" in other
+
+
+def _shift_by_one():
+    def shift(image, amount):
+        return np.clip(image.astype(np.int16) + 1, 0, 255).astype(np.uint8)
+
+    return shift
+
+
+def _shift_by_two():
+    def shift(image, amount):
+        return np.clip(image.astype(np.int16) + 2, 0, 255).astype(np.uint8)
+
+    return shift
+
+
+def test_redefining_a_custom_operator_gives_its_new_source():
+    """Same name, same function name, new body: the module must carry the new body."""
+    p = (Param("amount", "float", 0.5, "How much", bounds=(0, 1), slider=(0, 1), step=0.01,
+               runtime=True),)
+    try:
+        custom_op("custom.test_redefined", "A test operator.", params=p)(_shift_by_one())
+        before = module([{"op": "custom.test_redefined"}])
+        custom_op("custom.test_redefined", "A test operator.", params=p,
+                  replace=True)(_shift_by_two())
+        after = module([{"op": "custom.test_redefined"}])
+    finally:
+        unregister(CATALOG, "custom.test_redefined")
+    assert "+ 1, 0, 255" in before and "+ 2, 0, 255" in after
