@@ -585,25 +585,38 @@ def move_slider(
     target: Any = ".widget-slider",
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> str:
-    """Press ArrowRight (steps > 0) or ArrowLeft (steps < 0) on the slider's handle, one key at
-    a time, each time waiting until ``aria-valuenow`` has moved (a key pressed while the page
-    is still busy with the previous one can be dropped by the slider). Returns the new value."""
+    """Press ArrowRight (steps > 0) or ArrowLeft (steps < 0) on the slider's handle, one key at a
+    time (each press waits until the handle has moved; a press the page dropped while busy
+    re-rendering is pressed again), then wait until ``aria-valuenow`` settles ``steps`` steps
+    (for a step of 1) from where it started. Returns the final value."""
     slider = page.locator(target).first if isinstance(target, str) else target
     handle = slider.locator(".noUi-handle").first
     start = handle.get_attribute("aria-valuenow")
     key = "ArrowRight" if steps > 0 else "ArrowLeft"
-    current = start
+    deadline = time.monotonic() + timeout_ms / 1000
     for _ in range(abs(steps)):
-        handle.focus()
-        handle.press(key)
-        deadline = time.monotonic() + timeout_ms / 1000
-        while handle.get_attribute("aria-valuenow") == current:
+        before = handle.get_attribute("aria-valuenow")
+        while handle.get_attribute("aria-valuenow") == before:
             if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"slider stayed at {current} (from {start}, {steps:+d} steps)")
-            page.wait_for_timeout(20)
-        current = handle.get_attribute("aria-valuenow")
-    return current
+                raise AssertionError(f"slider stayed at {before} (from {start}, {steps:+d} "
+                                     "steps)")
+            handle.focus()
+            handle.press(key)
+            pressed = time.monotonic()
+            while (handle.get_attribute("aria-valuenow") == before
+                   and time.monotonic() - pressed < 3):
+                page.wait_for_timeout(20)
+    expected = None
+    with contextlib.suppress(TypeError, ValueError):
+        expected = float(start) + steps
+    while True:
+        now = handle.get_attribute("aria-valuenow")
+        if expected is None or float(now) == expected:
+            return now
+        if time.monotonic() > deadline:
+            raise AssertionError(f"slider at {now}, expected {expected} (from {start}, "
+                                 f"{steps:+d} steps)")
+        page.wait_for_timeout(50)
 
 
 @pytest.fixture

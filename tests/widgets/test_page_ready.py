@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ipywidgets import Widget
+from ipywidgets.widgets import widget as widget_module
 
 from widgets import page_ready, ui_thread
 
@@ -58,6 +59,8 @@ def test_outside_voila_it_runs_right_away(monkeypatch):
 def test_under_voila_it_waits_for_the_page_then_runs_once(voila, monkeypatch):
     comm = FakeComm()
     monkeypatch.setattr(Widget, "_control_comm", comm)
+    # the real handler walks every live widget: give it none (other tests leave some behind)
+    monkeypatch.setattr(widget_module, "_instances", {})
     ran: list[int] = []
     assert page_ready.after_page_load(lambda: ran.append(1), timeout_s=20) is True
     assert ran == [] and [d for d, _ in voila.timers] == [20]
