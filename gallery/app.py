@@ -5,6 +5,8 @@ the allowed root, uploads), shown above the tabs; whatever it loads into the bui
 into the gallery too, so both always show the same images. A source that yields no usable
 image leaves both views on their previous images and says why. ``dali-gallery serve`` tells
 the kernel its images and allowed root through environment variables (see ``gallery.serve``).
+Under Voilà the gallery starts rendering once the page has loaded the app's widgets
+(:mod:`widgets.page_ready`).
 """
 
 from __future__ import annotations

@@ -26,8 +26,7 @@ PROMPTS_JS = """() => Array.from(document.querySelectorAll(
 
 @pytest.fixture
 def lab_copy(tmp_path, monkeypatch):
-    if not NOTEBOOK.exists():
-        pytest.skip("notebooks/builder.ipynb is not written yet")
+    assert NOTEBOOK.exists(), "notebooks/builder.ipynb is missing"
     root = tmp_path / "root"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(NOTEBOOK, root / "notebooks" / NOTEBOOK.name)

@@ -63,10 +63,14 @@ def app(gallery_voila, browser):
 
 def tab(page, title: str) -> None:
     page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text=title).click()
+    wait_tab(page, title)
+
+
+def wait_tab(page, title: str) -> None:
     page.wait_for_function(
         """(t) => { const c = document.querySelector(
             '.dg-app-tabs > .lm-TabBar .lm-TabBar-tab.lm-mod-current');
-            return c && c.textContent.trim() === t; }""", arg=title)
+            return c && c.textContent.trim() === t; }""", arg=title, timeout=30_000)
 
 
 def current_tab(page) -> str:
@@ -137,7 +141,7 @@ def test_adding_from_the_gallery_puts_the_step_in_the_builder(app, ui):
     page.locator(".dg-gallery-row-rotate .dg-gallery-add button", has_text="60 deg").click()
     page.wait_for_function("(n) => document.querySelectorAll('.dg-step-card').length > n",
                            arg=before)
-    assert current_tab(page) == "Builder"
+    wait_tab(page, "Builder")  # the app switches to the builder (a message of its own)
     card = page.locator(".dg-step-card").nth(before)
     card.wait_for(state="visible")
     assert "rotate" in card.locator(".dg-step-title").inner_text()

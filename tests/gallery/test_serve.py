@@ -174,6 +174,17 @@ async def _send(conn, msg) -> None:
     await conn.write_message(_v1(msg), binary=True)
 
 
+async def _kernel_info(server, kernel_id):
+    """(kernel_info_reply or None, message types seen) over a new v1 connection."""
+    conn = await _ws_connect(server, kernel_id)
+    try:
+        info = _msg("kernel_info_request")
+        await _send(conn, info)
+        return await _wait_reply(conn, info["header"]["msg_id"])
+    finally:
+        conn.close()
+
+
 async def _wait_reply(conn, parent_id, timeout=30.0):
     """Messages until the reply to ``parent_id``; None if the connection closes or time runs out."""
     deadline = time.monotonic() + timeout
@@ -718,13 +729,7 @@ def test_legacy_websocket_protocol_is_refused(gallery_server):
         while (raw := await asyncio.wait_for(conn.read_message(), 30)) is not None:
             got.append(raw)
         legacy = (conn.close_code, got)
-        conn = await _ws_connect(gallery_server, kernel_id)  # v1 still works
-        try:
-            info = _msg("kernel_info_request")
-            await _send(conn, info)
-            reply, seen = await _wait_reply(conn, info["header"]["msg_id"])
-        finally:
-            conn.close()
+        reply, seen = await _kernel_info(gallery_server, kernel_id)  # v1 still works
         return legacy, reply, seen
 
     (code, got), reply, seen = run(scenario())
@@ -758,13 +763,7 @@ def test_malformed_v1_frames_close_the_connection(gallery_server):
             while await asyncio.wait_for(conn.read_message(), 30) is not None:
                 pass
             codes.append((conn.close_code, time.monotonic() - t0))
-        conn = await _ws_connect(gallery_server, kernel_id)
-        try:
-            info = _msg("kernel_info_request")
-            await _send(conn, info)
-            reply, seen = await _wait_reply(conn, info["header"]["msg_id"])
-        finally:
-            conn.close()
+        reply, seen = await _kernel_info(gallery_server, kernel_id)
         return codes, reply, seen
 
     codes, reply, seen = run(scenario())
