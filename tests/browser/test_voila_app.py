@@ -169,7 +169,6 @@ def test_dragging_a_slider_changes_the_preview(app, ui):
     assert moved > start
     after = ui.wait_img_changed(page, before, tile)
     assert np.abs(decode(after) - decode(before)).mean() > 2
-    screenshot(page, "builder.png")
     assert not app.errors, app.errors
 
 
@@ -196,6 +195,35 @@ def test_slider_to_preview_latency_benchmark(app, ui, tmp_path_factory):
           f"({figures['preview']}); written to {out}")
     assert figures["moves"] == 30 and len(figures["samples_ms"]) == 30
     assert figures.get("engine_median_ms") is not None
+    assert not app.errors, app.errors
+
+
+def test_inspecting_a_tile_shows_the_values_drawn_for_it(app, ui):
+    """A second step drawn per sample (hsv's hue, added from the picker's search), then a click
+    on a tile's caption: the inspector lists both steps with the values used on that tile."""
+    page = app.page
+    ensure_rotate_step(page)
+    tile = page.locator(TILE).first
+    before = ui.img_bytes(page, tile)
+    cards = page.locator(".dg-step-card").count()
+    search = page.locator(".dg-builder .dg-picker-search input").first
+    search.fill("hsv")
+    search.press("Enter")
+    page.wait_for_function("(n) => document.querySelectorAll('.dg-step-card').length > n",
+                           arg=cards)
+    assert "hsv" in page.locator(".dg-step-card .dg-step-title").nth(cards).inner_text()
+    ui.wait_img_changed(page, before, tile, timeout_ms=90_000)
+    page.locator(".dg-builder .dg-tile-inspect").nth(1).click()  # image 0, draw 1
+    inspector = page.locator(".dg-builder .dg-inspector")
+    inspector.locator("td", has_text="hsv").first.wait_for()
+    text = inspector.inner_text()
+    assert "draw 1" in text and "rotate" in text
+    hue = re.search(r"hue=(-?\d+(?:\.\d+)?)\*", text)  # * = drawn for this sample
+    assert hue is not None, text
+    lo, hi = CATALOG["hsv"].param("hue").random_default  # what the picker suggests
+    assert lo <= float(hue.group(1)) <= hi
+    assert ui.img_bytes(page, inspector.locator("img.dg-histogram")).startswith(b"\x89PNG")
+    screenshot(page, "builder.png")
     assert not app.errors, app.errors
 
 
