@@ -303,17 +303,19 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
 
     Called on every render (the source is the pipeline's structure key), so the formatted
     module is memoised on what it is made of: the chain's unformatted lines (which hold no fed
-    value), the tail and the custom functions' source. Formatting costs ~3 ms a render."""
+    value), the tail and the custom functions themselves (a redefined function is a new
+    object). Formatting costs ~3 ms a render."""
     chain = chain_source(preset, "preview", catalog)
     finish = tuple(tail_lines(preset.output)) if tail and preset.output is not None else None
-    custom = custom_sources(preset, catalog)
-    key = (tuple(chain.body), finish, custom)
+    functions = tuple(catalog[s.op].function for _, s in preset.active_steps()
+                      if catalog[s.op].custom)
+    key = (tuple(chain.body), finish, functions)
     with _MODULES_LOCK:
         code = _MODULES.get(key)
         if code is not None:
             _MODULES.move_to_end(key)
             return code, chain
-    code = _preview_source(chain, finish, custom)
+    code = _preview_source(chain, finish, custom_sources(preset, catalog))
     with _MODULES_LOCK:
         _MODULES[key] = code
         while len(_MODULES) > _MODULES_MAX:

@@ -367,24 +367,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture
-def free_port() -> int:
-    return find_free_port()
+@contextlib.contextmanager
+def _servers(workdir: Path, prefix: str,
+             launch: Callable[..., Server]) -> Iterator[Callable[..., Server]]:
+    """``start(path, **kw)`` launches a server in its own folder under ``workdir``; every server
+    started is stopped on the way out."""
+    servers: list[Server] = []
+
+    def start(path: Path, **kwargs: Any) -> Server:
+        server = launch(Path(path), workdir / f"{prefix}-{len(servers)}", **kwargs)
+        servers.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
 
 
 @pytest.fixture
 def voila_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Factory: ``voila_server(notebook=GALLERY_NOTEBOOK, images_dir=..., **voila_command kw)``."""
-    servers: list[Server] = []
-
-    def start(notebook: Path = GALLERY_NOTEBOOK, **kwargs: Any) -> Server:
-        server = start_voila(Path(notebook), tmp_path / f"voila-{len(servers)}", **kwargs)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    with _servers(tmp_path, "voila", start_voila) as start:
+        yield lambda notebook=GALLERY_NOTEBOOK, **kwargs: start(notebook, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -398,16 +404,8 @@ def gallery_voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def lab_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """Factory: ``lab_server(root_dir)`` starts JupyterLab on ``root_dir``."""
-    servers: list[Server] = []
-
-    def start(root_dir: Path, **kwargs: Any) -> Server:
-        server = start_lab(Path(root_dir), tmp_path / f"lab-{len(servers)}", **kwargs)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
+    with _servers(tmp_path, "lab", start_lab) as start:
+        yield start
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,8 +24,7 @@ import pytest
 from PIL import Image
 
 from gallery.gallery_bench import _WATCH_JS
-from gallery.serve import GALLERY_NOTEBOOK
-from tests.browser.conftest import descendants, img_bytes, start_voila
+from tests.browser.conftest import descendants, img_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -105,14 +104,8 @@ def add_step(page, text: str) -> None:
                            arg=before, timeout=120_000)
 
 
-@pytest.fixture
-def server(tmp_path):
-    srv = start_voila(GALLERY_NOTEBOOK, tmp_path / "voila")
-    yield srv
-    srv.stop()
-
-
-def test_six_sessions_scrub_at_once_without_crosstalk(server, browser, tmp_path):
+def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp_path):
+    server = voila_server()
     contexts, pages, errors = [], [], []
     for k in range(SESSIONS):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
