@@ -19,11 +19,11 @@ from typing import Any
 
 import ipywidgets as W
 
-from pipelines.device import describe
-from pipelines.images import ImageProblem
-from widgets.builder import Builder
-from widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
-from widgets.page_ready import after_page_load
+from dali_gallery.pipelines.device import describe
+from dali_gallery.pipelines.images import ImageProblem
+from dali_gallery.widgets.builder import Builder
+from dali_gallery.widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
+from dali_gallery.widgets.page_ready import after_page_load
 
 from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from .view import GalleryView

@@ -36,7 +36,7 @@ STANDARD_CHAIN = [
 
 
 def standard_preset(seed: int = 42) -> Any:
-    from pipelines.preset import load
+    from dali_gallery.pipelines.preset import load
 
     return load({"format": "dali-gallery/preset", "version": 1, "seed": seed,
                  "steps": STANDARD_CHAIN})
@@ -44,7 +44,7 @@ def standard_preset(seed: int = 42) -> Any:
 
 def bench_images(size: int, n: int = 8) -> list[np.ndarray]:
     """n RGB images of size x size cut from the bundled samples (decoded by DALI)."""
-    from pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.engine import PreviewEngine
 
     eng = PreviewEngine("cpu")
     eng.set_images(Path(__file__).parent / "samples")
@@ -99,7 +99,7 @@ def _p95_ms(samples: list[float]) -> float:
 
 def bench_engine(device: str, quick: bool) -> dict[str, Any]:
     """Median ms per render: engine vs the bare pipeline, 8 images at 256^2 and 512^2."""
-    from pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.engine import PreviewEngine
 
     reps = 5 if quick else 25
     threads = os.cpu_count() or 2
@@ -131,7 +131,7 @@ def bench_engine(device: str, quick: bool) -> dict[str, Any]:
 def bench_scrub(device: str, quick: bool) -> dict[str, Any]:
     """A 50-step drag of a run-time slider (rotate angle) and of the probability slider: how
     many pipeline builds it causes (the first render builds once)."""
-    from pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.engine import PreviewEngine
 
     preset = standard_preset()
     preset.steps[0].params["angle"] = 0.0
@@ -161,7 +161,7 @@ def _rss_mb() -> float:
 
 def bench_memory(device: str, quick: bool) -> dict[str, Any]:
     """RSS growth over many renders with parameter changes (after a warm-up of 50)."""
-    from pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.engine import PreviewEngine
 
     n = 200 if quick else 1000
     preset = standard_preset()
@@ -195,7 +195,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
     images/s over the same folder, interleaved epochs."""
     from nvidia.dali import fn, pipeline_def, types
 
-    from pipelines.export import export_code
+    from dali_gallery.pipelines.export import export_code
 
     batch, n = 32, (64 if quick else 256)
     threads = os.cpu_count() or 2
@@ -257,7 +257,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
 
 def bench_encode(device: str, quick: bool) -> dict[str, Any]:
     """Render + the JPEG bytes a preview displays (GPU: nvImageCodec from device memory)."""
-    from pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.engine import PreviewEngine
 
     reps = 5 if quick else 25
     preset = standard_preset()
@@ -287,7 +287,7 @@ def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
         from torchvision.transforms import v2
     except ImportError as e:
         return {"skipped": f"torchvision is not installed ({e.name})"}
-    from pipelines.export import export_code
+    from dali_gallery.pipelines.export import export_code
 
     batch, n = 64, (256 if quick else 1024)
     workers = min(16, os.cpu_count() or 2)
@@ -351,15 +351,15 @@ BUILTIN = {"engine": bench_engine, "encode": bench_encode, "scrub": bench_scrub,
 
 def _load_extra() -> None:
     """The widget latency and full-gallery sections live with the layers they measure."""
-    from widgets.bench import bench_widget
+    from dali_gallery.widgets.bench import bench_widget
 
     EXTRA.setdefault("widget", bench_widget)
-    import gallery.gallery_bench  # noqa: F401  (registers EXTRA["gallery"])
+    import dali_gallery.gallery.gallery_bench  # noqa: F401  (registers EXTRA["gallery"])
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,
               only: list[str] | None = None) -> int:
-    from pipelines.device import resolve
+    from dali_gallery.pipelines.device import resolve
 
     _load_extra()
     dev = resolve(device)

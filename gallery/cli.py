@@ -29,8 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _paragraph(str(e))
         return EXIT_BAD_INPUT
     except Exception as e:  # noqa: BLE001 - classified below: user errors vs bugs
-        from pipelines.engine import StepError
-        from pipelines.preset import PresetError
+        from dali_gallery.pipelines.engine import StepError
+        from dali_gallery.pipelines.preset import PresetError
 
         if isinstance(e, (PresetError, StepError, FileNotFoundError, ValueError)):
             _paragraph(f"{type(e).__name__}: {e}")
@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     ben.set_defaults(func=cmd_bench)
 
     srv = sub.add_parser("serve", help="serve the gallery app with Voila")
-    from gallery.serve import main_args
+    from dali_gallery.gallery.serve import main_args
 
     main_args(srv)
     srv.set_defaults(func=cmd_serve)
@@ -95,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from pipelines.catalog import CATALOG, CATEGORIES
-    from pipelines.device import gpu_count
+    from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES
+    from dali_gallery.pipelines.device import gpu_count
 
     has_gpu = gpu_count() > 0
     ops = [op for op in CATALOG.values() if not args.category or op.category == args.category]
@@ -133,7 +133,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def _load_preset(path: str):
-    from pipelines.preset import load
+    from dali_gallery.pipelines.preset import load
 
     if not Path(path).is_file():
         raise UsageError(f"preset file {path!r} does not exist")
@@ -141,7 +141,7 @@ def _load_preset(path: str):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from pipelines.export import export_code
+    from dali_gallery.pipelines.export import export_code
 
     code = export_code(_load_preset(args.preset))
     out = Path(args.output)
@@ -153,8 +153,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from pipelines.engine import PreviewEngine
-    from pipelines.grid import grid_image, save_npz
+    from dali_gallery.pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.grid import grid_image, save_npz
 
     preset = _load_preset(args.preset)
     if args.seed is not None:
@@ -189,20 +189,20 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check_images(args: argparse.Namespace) -> int:
-    from pipelines.dataset_check import run_check
+    from dali_gallery.pipelines.dataset_check import run_check
 
     return run_check(args.folder)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from gallery.bench import run_bench
+    from dali_gallery.gallery.bench import run_bench
 
     return run_bench(device=args.device, as_json=args.json, quick=args.quick,
                      only=args.only.split(",") if args.only else None)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from gallery.serve import run_from_args
+    from dali_gallery.gallery.serve import run_from_args
 
     return run_from_args(args)
 

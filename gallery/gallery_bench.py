@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pipelines.engine import PreviewEngine
-from pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
 
 from .bench import EXTRA, bench_images
 

@@ -21,8 +21,8 @@ import ipywidgets as W
 import numpy as np
 from PIL import Image
 
-from pipelines.catalog import OpSpec
-from pipelines.grid import to_display
+from dali_gallery.pipelines.catalog import OpSpec
+from dali_gallery.pipelines.grid import to_display
 
 from .sweep import RowResult
 

@@ -71,22 +71,10 @@ DEFAULT_IMAGES_DIR = _PACKAGE_DIR / "samples"
 MAX_WS_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
-def _find_notebook() -> Path:
-    # A source checkout or an editable install (setuptools maps the package to the source tree, so
-    # __file__ is <repo>/gallery/serve.py): the notebook lives in <repo>/notebooks/. A copy shipped
-    # as package data (gallery/app/gallery.ipynb) is the fallback for a regular wheel install.
-    candidates = [
-        _PACKAGE_DIR.parent / "notebooks" / "gallery.ipynb",
-        _PACKAGE_DIR / "app" / "gallery.ipynb",
-    ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    return candidates[0]
-
-
 #: The notebook ``dali-gallery serve`` renders.
-GALLERY_NOTEBOOK: Path = _find_notebook()
+GALLERY_NOTEBOOK: Path = _PACKAGE_DIR / "voila" / "gallery.ipynb"
+"""Shipped inside the package (package data), alone in its folder: Voilà serves static files
+from the notebook's folder, so nothing else may live there."""
 
 #: Seconds Voilà waits for a cell's output after the cell has run (see ``voila_command``).
 IOPUB_TIMEOUT_S = 120
@@ -178,7 +166,7 @@ def _make_connection_class() -> type:
                 return None
             return super().handle_incoming_message(incoming_msg)
 
-    V1OnlyKernelWebsocketConnection.__module__ = "gallery.serve"
+    V1OnlyKernelWebsocketConnection.__module__ = "dali_gallery.gallery.serve"
     V1OnlyKernelWebsocketConnection.__qualname__ = "V1OnlyKernelWebsocketConnection"
     return V1OnlyKernelWebsocketConnection
 
@@ -308,7 +296,7 @@ def voila_command(
         # v1 kernel websocket protocol only, with its frames checked: see
         # V1OnlyKernelWebsocketConnection (the server process imports it from this module).
         "--Voila.kernel_websocket_connection_class="
-        "gallery.serve.V1OnlyKernelWebsocketConnection",
+        "dali_gallery.gallery.serve.V1OnlyKernelWebsocketConnection",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
         f"--MappingKernelManager.cull_connected={bool(cull_connected)}",
@@ -487,6 +475,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     )
 
 
-if __name__ == "__main__":  # python -m gallery.serve [options]
+if __name__ == "__main__":  # python -m dali_gallery.gallery.serve [options]
     _parser = main_args(argparse.ArgumentParser(prog="dali-gallery serve"))
     sys.exit(run_from_args(_parser.parse_args()))

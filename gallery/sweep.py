@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pipelines.catalog import CATALOG, Catalog, OpSpec
-from pipelines.engine import PreviewEngine, StepError
-from pipelines.params import Param
-from pipelines.preset import Preset, PresetError, load, new_step
+from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
+from dali_gallery.pipelines.engine import PreviewEngine, StepError
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import Preset, PresetError, load, new_step
 
 Mode = Literal["sweep", "draws", "defaults"]
 STEPS = 4

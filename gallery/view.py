@@ -27,12 +27,12 @@ import ipywidgets as W
 import numpy as np
 from PIL import Image
 
-from pipelines.catalog import CATALOG, CATEGORIES, Catalog
-from pipelines.device import describe
-from pipelines.engine import PreviewEngine, StepError
-from pipelines.images import EncodedImage, ImageProblem, collect, decode
-from pipelines.preset import PresetError
-from widgets.ui_thread import on_ui_thread
+from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog
+from dali_gallery.pipelines.device import describe
+from dali_gallery.pipelines.engine import PreviewEngine, StepError
+from dali_gallery.pipelines.images import EncodedImage, ImageProblem, collect, decode
+from dali_gallery.pipelines.preset import PresetError
+from dali_gallery.widgets.ui_thread import on_ui_thread
 
 from .row import Row, row_strips, slug
 from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row

@@ -15,7 +15,7 @@ python -m pytest -m gpu "${files[@]}" -q -p no:cacheprovider -rA -s ${PYTEST_ARG
 tests=$?
 echo "pytest -m gpu exit code: $tests" | tee -a "$out/gpu.txt"
 tail -5 "$out/gpu_tests.txt"
-python -m gallery.cli bench --device gpu --json ${BENCH_ARGS:-} > "$out/bench_gpu.json" \
+python -m dali_gallery.gallery.cli bench --device gpu --json ${BENCH_ARGS:-} > "$out/bench_gpu.json" \
   2> "$out/bench_gpu.err"
 bench=$?
 echo "bench exit code: $bench" | tee -a "$out/gpu.txt"

@@ -15,7 +15,7 @@ if command -v dali-gallery >/dev/null 2>&1 && dali-gallery serve --help >/dev/nu
     cmd=(dali-gallery serve "${args[@]}")
 else
     # until the CLI has its `serve` sub-command, the module runs the same code
-    cmd=("$GALLERY_PY" -m gallery.serve "${args[@]}")
+    cmd=("$GALLERY_PY" -m dali_gallery.gallery.serve "${args[@]}")
 fi
 log "starting: ${cmd[*]}"
 log "the gallery will be at http://127.0.0.1:8866/ unless --host/--port say otherwise"

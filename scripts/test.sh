@@ -103,8 +103,8 @@ import importlib, importlib.metadata as md, pathlib, sys
 root = pathlib.Path(sys.argv[1]).resolve()
 try:
     md.distribution("dali-gallery")
-    import gallery.serve
-    assert pathlib.Path(gallery.serve.__file__).resolve().is_relative_to(root)
+    import dali_gallery.gallery.serve
+    assert pathlib.Path(dali_gallery.gallery.serve.__file__).resolve().is_relative_to(root)
     for name in sys.argv[2:]:
         importlib.import_module(name)
 except Exception:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.catalog import CATALOG, OpSpec
-from pipelines.export import export_code
-from pipelines.preset import Preset, load
+from dali_gallery.pipelines.catalog import CATALOG, OpSpec
+from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.preset import Preset, load
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "gallery" / "samples"

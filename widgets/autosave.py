@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.preset import Preset, PresetError, load
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.preset import Preset, PresetError, load
 
 
 class Autosave:

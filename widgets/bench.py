@@ -13,7 +13,7 @@ import statistics
 import time
 from typing import Any
 
-from pipelines.preset import load
+from dali_gallery.pipelines.preset import load
 
 from .builder import Builder
 from .images_panel import SAMPLES_DIR

@@ -18,11 +18,11 @@ from typing import Any
 
 import ipywidgets as w
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.device import describe, resolve
-from pipelines.export import export_code, preset_from_module
-from pipelines.images import ImageProblem
-from pipelines.preset import Preset, PresetError, load
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.device import describe, resolve
+from dali_gallery.pipelines.export import export_code, preset_from_module
+from dali_gallery.pipelines.images import ImageProblem
+from dali_gallery.pipelines.preset import Preset, PresetError, load
 
 from . import style
 from .autosave import Autosave

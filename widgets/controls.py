@@ -18,8 +18,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from pipelines.params import Param
-from pipelines.preset import Choice, Uniform
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import Choice, Uniform
 
 from . import style
 from .param_values import (

@@ -12,7 +12,7 @@ import time
 import numpy as np
 from PIL import Image
 
-from pipelines.grid import to_display
+from dali_gallery.pipelines.grid import to_display
 
 JPEG_QUALITY = 90
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from pipelines.images import SUPPORTED_EXTENSIONS, ImageProblem
+from dali_gallery.pipelines.images import SUPPORTED_EXTENSIONS, ImageProblem
 
 from . import style
 

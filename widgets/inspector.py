@@ -14,9 +14,9 @@ from typing import Any
 import ipywidgets as w
 import numpy as np
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.engine import SampleRecord
-from pipelines.preset import Preset, is_random
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.engine import SampleRecord
+from dali_gallery.pipelines.preset import Preset, is_random
 
 from . import style
 from .encode import encode, histogram_png

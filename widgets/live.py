@@ -17,10 +17,10 @@ from typing import Any
 
 import ipywidgets as w
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.engine import StepError
-from pipelines.images import ImageProblem
-from pipelines.preset import Preset
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.engine import StepError
+from dali_gallery.pipelines.images import ImageProblem
+from dali_gallery.pipelines.preset import Preset
 
 from . import style
 from .images_panel import ImageSource

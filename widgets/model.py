@@ -15,8 +15,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.preset import Choice, Preset, PresetError, Uniform, load, new_step, value_to_json
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.preset import (
+    Choice,
+    Preset,
+    PresetError,
+    Uniform,
+    load,
+    new_step,
+    value_to_json,
+)
 
 from .history import History
 

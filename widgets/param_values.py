@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipelines.params import Param
-from pipelines.preset import Choice, Uniform
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import Choice, Uniform
 
 FIXED, RANGE, CHOICE = "fixed", "range", "choice"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from pipelines.catalog import CATALOG, CATEGORIES, Catalog, OpSpec
+from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog, OpSpec
 
 from . import style
 from .ui_thread import kernel_loop

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.engine import PreviewEngine, Render, StepError
-from pipelines.grid import fired_label
-from pipelines.images import ImageProblem, collect
-from pipelines.preset import Preset
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.engine import PreviewEngine, Render, StepError
+from dali_gallery.pipelines.grid import fired_label
+from dali_gallery.pipelines.images import ImageProblem, collect
+from dali_gallery.pipelines.preset import Preset
 
 from .encode import JPEG_QUALITY, encode, encode_all
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import ipywidgets as w
 
-from pipelines.catalog import OpSpec
-from pipelines.preset import PresetError, Step
+from dali_gallery.pipelines.catalog import OpSpec
+from dali_gallery.pipelines.preset import PresetError, Step
 
 from . import style
 from .controls import ParamControl

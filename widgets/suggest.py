@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.catalog import OpSpec
-from pipelines.preset import Uniform
+from dali_gallery.pipelines.catalog import OpSpec
+from dali_gallery.pipelines.preset import Uniform
 
 from .param_values import RANGE, value_modes
 

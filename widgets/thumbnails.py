@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pipelines.catalog import CATALOG, Catalog, OpSpec
-from pipelines.engine import PreviewEngine
-from pipelines.preset import Preset, new_step
+from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.preset import Preset, new_step
 
 from .encode import encode
 

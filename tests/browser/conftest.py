@@ -46,7 +46,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from gallery.serve import DEFAULT_IMAGES_DIR, GALLERY_NOTEBOOK, voila_command
+from dali_gallery.gallery.serve import DEFAULT_IMAGES_DIR, GALLERY_NOTEBOOK, voila_command
 
 LOOPBACK = "127.0.0.1"
 CHROMIUM = os.environ.get("DALI_GALLERY_CHROMIUM", "/usr/bin/chromium")

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gallery.gallery_bench import measure_slider_latency
-from pipelines.catalog import CATALOG
+from dali_gallery.gallery.gallery_bench import measure_slider_latency
+from dali_gallery.pipelines.catalog import CATALOG
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gallery.gallery_bench import _WATCH_JS
+from dali_gallery.gallery.gallery_bench import _WATCH_JS
 from tests.browser.conftest import descendants, img_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]

@@ -11,8 +11,8 @@ import warnings
 
 import pytest
 
-from gallery.app import App, quiet_dali_deprecations
-from gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
+from dali_gallery.gallery.app import App, quiet_dali_deprecations
+from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from tests.support import SAMPLES
 
 pytestmark = pytest.mark.timeout(300)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipelines.catalog import CATALOG
+from dali_gallery.pipelines.catalog import CATALOG
 from tests.support import SAMPLES, preset_dict
 
 PRESET = preset_dict([
@@ -24,8 +24,8 @@ PRESET = preset_dict([
 
 
 def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gallery.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "dali_gallery.gallery.cli", *args],
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture

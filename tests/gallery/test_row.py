@@ -8,7 +8,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from gallery.row import DISPLAY_SCALE, TILE_PX, strip_jpeg
+from dali_gallery.gallery.row import DISPLAY_SCALE, TILE_PX, strip_jpeg
 
 
 def tiles(side: int, colours: list[tuple[int, int, int]]) -> list[np.ndarray]:

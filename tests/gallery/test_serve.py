@@ -29,8 +29,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import gallery.serve as serve_mod
-from gallery.serve import (
+import dali_gallery.gallery.serve as serve_mod
+from dali_gallery.gallery.serve import (
     ALLOWED_ROOT_ENV,
     DEFAULT_IMAGES_DIR,
     GALLERY_NOTEBOOK,
@@ -896,15 +896,16 @@ def test_token_is_required_and_hidden_from_ps(decoy, tmp_path):
 
 @pytest.mark.slow
 def test_serve_entry_point_runs_and_stops(tmp_path):
-    """`python -m gallery.serve` (main_args + run_from_args + serve) serves the page, prints the
-    URL, and stops cleanly on SIGTERM with its kernels."""
+    """`python -m dali_gallery.gallery.serve` (main_args + run_from_args + serve) serves the page,
+    prints the URL, and stops cleanly on SIGTERM with its kernels."""
     port = helpers.find_free_port()
     env = helpers.jupyter_env(tmp_path / "jupyter")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gallery.serve", "--port", str(port), "--cull-idle", "30"],
+            [sys.executable, "-m", "dali_gallery.gallery.serve", "--port", str(port),
+             "--cull-idle", "30"],
             cwd=tmp_path,
             env=env,
             stdout=out,

@@ -11,13 +11,13 @@ import threading
 import numpy as np
 import pytest
 
-from gallery.bench import bench_images
-from gallery.sweep import plan_row, sweep_values
-from gallery.view import GalleryView, slug
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.custom import custom_op
-from pipelines.engine import PreviewEngine
-from pipelines.params import Param
+from dali_gallery.gallery.bench import bench_images
+from dali_gallery.gallery.sweep import plan_row, sweep_values
+from dali_gallery.gallery.view import GalleryView, slug
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.params import Param
 from tests.support import CPU_OPS, GPU_ONLY_OPS, SAMPLES
 
 pytestmark = pytest.mark.timeout(300)
@@ -153,7 +153,7 @@ def test_a_refused_add_is_reported_naming_the_operator(full):
 
 
 def test_switching_images_cancels_the_outdated_render(squares, monkeypatch):
-    import gallery.view as view_mod
+    import dali_gallery.gallery.view as view_mod
 
     calls: list[tuple[str, tuple[int, ...]]] = []
     real = view_mod.render_row

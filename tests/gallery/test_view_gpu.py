@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gallery.app import App
-from gallery.bench import bench_images
-from gallery.view import GalleryView
-from pipelines.catalog import CATALOG
-from pipelines.device import gpu_count
+from dali_gallery.gallery.app import App
+from dali_gallery.gallery.bench import bench_images
+from dali_gallery.gallery.view import GalleryView
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.device import gpu_count
 from tests.support import GPU_ONLY_OPS, SAMPLES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300),

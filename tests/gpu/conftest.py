@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.device import gpu_count
+from dali_gallery.pipelines.device import gpu_count
 
 
 def pytest_collection_modifyitems(config, items):

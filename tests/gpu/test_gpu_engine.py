@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from pipelines.catalog import CATALOG
-from pipelines.engine import PreviewEngine
-from pipelines.pipeline_cache import PipelineCache
-from pipelines.preset import load
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preset import load
 from tests.support import SAMPLES, first_batch, one_step, preset_dict, random_value
 
 pytestmark = pytest.mark.gpu

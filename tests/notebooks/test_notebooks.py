@@ -1,4 +1,4 @@
-"""Every notebook in notebooks/ runs top to bottom in a real kernel (nbclient), so none can rot.
+"""Every notebook in notebooks/ (and the served app's, shipped in the package) runs top to bottom in a real kernel (nbclient), so none can rot.
 
 Each run may append check cells that look at what the notebook built (in its own kernel).
 """
@@ -15,6 +15,9 @@ from nbformat.v4 import new_code_cell
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+PATHS = {"gallery.ipynb": REPO / "gallery" / "voila" / "gallery.ipynb",
+         "builder.ipynb": NOTEBOOKS / "builder.ipynb",
+         "export_training.ipynb": NOTEBOOKS / "export_training.ipynb"}
 TIMEOUT_S = 300
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -61,8 +64,8 @@ def _stream(nb: nbformat.NotebookNode) -> str:
 
 @pytest.mark.parametrize("name", ["gallery.ipynb", "builder.ipynb", "export_training.ipynb"])
 def test_notebook_runs(name, tmp_path):
-    path = NOTEBOOKS / name
-    assert path.exists(), f"notebooks/{name} is missing"
+    path = PATHS[name]
+    assert path.exists(), f"{path.relative_to(REPO)} is missing"
     # builder.ipynb saves its exports where DALI_GALLERY_EXPORT_DIR points (not in notebooks/)
     env = {"MPLBACKEND": "Agg", "IPYTHONDIR": str(tmp_path / "ipython"),
            "DALI_GALLERY_EXPORT_DIR": str(tmp_path)}

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from nvidia.dali import backend
 
-from pipelines.catalog import CATALOG, CATEGORIES
-from pipelines.engine import PreviewEngine, StepError
+from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES
+from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from tests.support import CPU_OPS, GPU_ONLY_OPS, one_step, random_value
 
 ALL = list(CATALOG)

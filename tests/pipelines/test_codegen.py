@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.catalog import CATALOG, unregister
-from pipelines.codegen import preview_module
-from pipelines.custom import custom_op
-from pipelines.params import Param
-from pipelines.preset import load
+from dali_gallery.pipelines.catalog import CATALOG, unregister
+from dali_gallery.pipelines.codegen import preview_module
+from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import load
 from tests.support import preset_dict
 
 

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.dataset_check import DatasetRootError, check_dataset, format_report, run_check
-from pipelines.images import ImageProblem, reader_order
+from dali_gallery.pipelines.dataset_check import (
+    DatasetRootError,
+    check_dataset,
+    format_report,
+    run_check,
+)
+from dali_gallery.pipelines.images import ImageProblem, reader_order
 from tests.corpus import BAD_DIR, GOOD_DIR, CorpusEntry, _jpeg, _pattern, dataset_root, png_bomb
 
 DATASET_BAD = ["truncated", "corrupt_scan", "bad_header", "text_as_jpg", "zero_bytes",
@@ -183,7 +188,7 @@ def test_uses_file_root_reader_when_possible(
 ) -> None:
     """A clean scan reads with exactly the training reader (``file_root`` only); ``files=`` is
     used only to restart after a reader error or to leave out files that must not be read."""
-    import pipelines.dataset_check as dc
+    import dali_gallery.pipelines.dataset_check as dc
 
     calls: list[list[str] | None] = []
     real_build = dc._build

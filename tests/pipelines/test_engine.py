@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.catalog import CATALOG, unregister
-from pipelines.custom import custom_op
-from pipelines.engine import MAX_BATCH, PreviewEngine, StepError
-from pipelines.params import Param
-from pipelines.preset import Preset, Uniform, load, new_step
+from dali_gallery.pipelines.catalog import CATALOG, unregister
+from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.engine import MAX_BATCH, PreviewEngine, StepError
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import Preset, Uniform, load, new_step
 from tests.support import SAMPLES, preset_dict
 
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.catalog import CATALOG
-from pipelines.engine import PreviewEngine
-from pipelines.export import export_code, preset_from_module
-from pipelines.preset import load
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.export import export_code, preset_from_module
+from dali_gallery.pipelines.preset import load
 from tests.support import SAMPLES, preset_dict
 
 RUFF = shutil.which("ruff")

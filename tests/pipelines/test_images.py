@@ -12,8 +12,8 @@ from nvidia.dali import fn
 from nvidia.dali.pipeline import Pipeline
 from PIL import Image
 
-import pipelines.images as images_mod
-from pipelines.images import (
+import dali_gallery.pipelines.images as images_mod
+from dali_gallery.pipelines.images import (
     SUPPORTED_EXTENSIONS,
     EncodedImage,
     ImageProblem,
@@ -457,7 +457,7 @@ def test_decode_in_a_fresh_process(corpus: dict[str, CorpusEntry]) -> None:
 
     paths = [str(e.path) for e in corpus.values() if e.path.is_file()]
     code = (
-        "import sys; from pipelines.images import collect, decode\n"
+        "import sys; from dali_gallery.pipelines.images import collect, decode\n"
         "imgs, p1 = collect(sys.argv[1:]); arrays, ok, p2 = decode(imgs, max_side=64)\n"
         "print(len(arrays), len(p1) + len(p2))\n"
     )

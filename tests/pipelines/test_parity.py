@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from pipelines.catalog import CATALOG
-from pipelines.engine import PreviewEngine
-from pipelines.params import Param
-from pipelines.preset import PresetError, load
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.preset import PresetError, load
 from tests.support import CPU_OPS, SAMPLES, first_batch, one_step, preset_dict, random_value
 
 N = 6

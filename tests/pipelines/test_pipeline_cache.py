@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipelines.codegen import chain_source
-from pipelines.engine import PreviewEngine
-from pipelines.export import export_code
-from pipelines.pipeline_cache import CACHE_ENV, PipelineCache, default_folder
-from pipelines.preset import load
+from dali_gallery.pipelines.codegen import chain_source
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.pipeline_cache import CACHE_ENV, PipelineCache, default_folder
+from dali_gallery.pipelines.preset import load
 from tests.support import SAMPLES, preset_dict
 
 CHAIN = [
@@ -86,7 +86,7 @@ def test_a_damaged_entry_is_rebuilt_and_replaced(arrays, tmp_path, caplog):
     reference = engine(arrays, cache).render(preset, draws=2)
     (entry,) = cache.entries()
     entry.write_bytes(entry.read_bytes()[:5] + b"\x01" + b"garbage" * 20)
-    with caplog.at_level(logging.WARNING, logger="pipelines.engine"):
+    with caplog.at_level(logging.WARNING, logger="dali_gallery.pipelines.engine"):
         eng = engine(arrays, cache)
         again = eng.render(preset, draws=2)
     assert eng.cache_hits == 0
@@ -123,7 +123,7 @@ def test_folders_others_can_write_to_are_not_used(tmp_path, caplog):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    with caplog.at_level(logging.WARNING, logger="pipelines.pipeline_cache"):
+    with caplog.at_level(logging.WARNING, logger="dali_gallery.pipelines.pipeline_cache"):
         cache = PipelineCache(shared)
     assert not cache.enabled and "not private" in caplog.text
     cache.store("k", b"blob", True)  # a disabled cache keeps nothing and never fails

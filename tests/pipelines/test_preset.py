@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.catalog import CATALOG
-from pipelines.preset import (
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.preset import (
     FORMAT,
     VERSION,
     Choice,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from dali_gallery.widgets import Builder
 from tests.support import SAMPLES
-from widgets import Builder
 
 
 def make_builder(**kwargs: Any) -> Builder:

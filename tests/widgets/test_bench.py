@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from widgets.bench import bench_widget
+from dali_gallery.widgets.bench import bench_widget
 
 
 def test_bench_widget_quick():

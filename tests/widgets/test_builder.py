@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from pipelines.export import export_code
-from pipelines.preset import PresetError, Uniform, load
+from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.preset import PresetError, Uniform, load
+from dali_gallery.widgets import Builder
+from dali_gallery.widgets.encode import encode
+from dali_gallery.widgets.render import DISPLAY_MAX
 from tests.support import SAMPLES, first_batch, preset_dict
 from tests.widgets.conftest import make_builder, settle
-from widgets import Builder
-from widgets.encode import encode
-from widgets.render import DISPLAY_MAX
 
 JPEG = b"\xff\xd8"
 

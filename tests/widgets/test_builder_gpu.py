@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.device import gpu_count
+from dali_gallery.pipelines.device import gpu_count
+from dali_gallery.widgets.bench import bench_widget
 from tests.support import SAMPLES, first_batch, preset_dict
 from tests.widgets.conftest import make_builder, settle
-from widgets.bench import bench_widget
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(gpu_count() == 0, reason="needs a GPU that DALI can see")]

@@ -7,11 +7,10 @@ from typing import Any
 import ipywidgets as w
 import pytest
 
-from pipelines.catalog import CATALOG
-from pipelines.preset import Choice, PresetError, Uniform, load
-from tests.support import preset_dict
-from widgets.controls import ParamControl
-from widgets.param_values import (
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.preset import Choice, PresetError, Uniform, load
+from dali_gallery.widgets.controls import ParamControl
+from dali_gallery.widgets.param_values import (
     CHOICE,
     FIXED,
     RANGE,
@@ -22,6 +21,7 @@ from widgets.param_values import (
     tooltip,
     value_modes,
 )
+from tests.support import preset_dict
 
 PARAMS = [(op, p) for op, spec in CATALOG.items() for p in spec.params]
 

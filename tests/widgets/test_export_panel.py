@@ -13,12 +13,12 @@ import sys
 
 import numpy as np
 
-from pipelines.export import export_code
-from pipelines.preset import load
+from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.preset import load
+from dali_gallery.widgets.export_panel import code_html, slug
 from tests.support import REPO, preset_dict
 from tests.widgets.conftest import settle
 from tests.widgets.test_images_panel import browser_upload, upload
-from widgets.export_panel import code_html, slug
 
 
 def link(panel_html: str, css: str) -> tuple[str, str]:
@@ -94,7 +94,7 @@ def test_the_cli_command_renders_the_same_grid(builder, tmp_path):
     builder.preset.save(tmp_path / f"{slug(builder.preset.name)}_preset.json")
     args = shlex.split(builder.cli_command)
     assert args[:2] == ["dali-gallery", "render"]
-    cmd = [sys.executable, "-m", "gallery.cli", *args[1:], "--npz", "first.npz",
+    cmd = [sys.executable, "-m", "dali_gallery.gallery.cli", *args[1:], "--npz", "first.npz",
            "--json", "records.json"]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from widgets.history import History
+from dali_gallery.widgets.history import History
 
 
 class Clock:

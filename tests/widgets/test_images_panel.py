@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from dali_gallery.widgets.images_panel import (
+    UPLOAD_LIMIT,
+    list_folders,
+    resolve_folder,
+    upload_items,
+)
 from tests.support import SAMPLES
 from tests.widgets.conftest import make_builder, settle
-from widgets.images_panel import UPLOAD_LIMIT, list_folders, resolve_folder, upload_items
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jpg"))
 

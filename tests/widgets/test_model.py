@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipelines.preset import Choice, PresetError, Uniform, load
+from dali_gallery.pipelines.preset import Choice, PresetError, Uniform, load
+from dali_gallery.widgets.model import ChainModel, Change
 from tests.support import preset_dict
-from widgets.model import ChainModel, Change
 
 
 @pytest.fixture

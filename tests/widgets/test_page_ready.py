@@ -6,7 +6,7 @@ import pytest
 from ipywidgets import Widget
 from ipywidgets.widgets import widget as widget_module
 
-from widgets import page_ready, ui_thread
+from dali_gallery.widgets import page_ready, ui_thread
 
 
 class FakeLoop:

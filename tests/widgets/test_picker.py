@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipelines.catalog import CATALOG, Catalog
-from pipelines.preset import Uniform
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.preset import Uniform
+from dali_gallery.widgets.thumbnails import showcase_value
 from tests.widgets.conftest import make_builder, settle
-from widgets.thumbnails import showcase_value
 
 GPU_ONLY = [n for n, s in CATALOG.items() if not s.cpu]
 
@@ -101,7 +101,7 @@ def test_enter_on_an_empty_search_adds_nothing(builder):
 def test_in_a_kernel_enter_waits_for_the_typed_text(builder, monkeypatch):
     """The browser sends Enter at once but may hold the typed text back while the kernel is
     busy: the choice is made a moment later, with the text that arrived meanwhile."""
-    from widgets import picker as picker_module
+    from dali_gallery.widgets import picker as picker_module
 
     timers: list = []
 

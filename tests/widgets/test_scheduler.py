@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from widgets.scheduler import Outcome, Scheduler
+from dali_gallery.widgets.scheduler import Outcome, Scheduler
 
 
 class Recorder:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.catalog import CATALOG
+from dali_gallery.pipelines.catalog import CATALOG
 from tests.support import preset_dict
 from tests.widgets.conftest import make_builder, settle
 

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from widgets import ui_thread
-from widgets.scheduler import Scheduler
-from widgets.ui_thread import UiQueue
+from dali_gallery.widgets import ui_thread
+from dali_gallery.widgets.scheduler import Scheduler
+from dali_gallery.widgets.ui_thread import UiQueue
 
 
 class FakeLoop:
