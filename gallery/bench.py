@@ -20,67 +20,16 @@ from typing import Any
 
 import numpy as np
 
-SECTIONS = ("engine", "encode", "scrub", "memory", "export", "torchvision", "widget", "gallery")
-EXTRA: dict[str, Callable[..., dict[str, Any]]] = {}
-"""Sections contributed by upper layers (widgets, gallery) by name."""
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.timing import median_ms, p95_ms
 
-STANDARD_CHAIN = [
-    {"op": "rotate", "params": {"angle": {"uniform": [-15, 15]}, "keep_size": True}},
-    {"op": "brightness_contrast", "params": {"brightness": {"uniform": [0.8, 1.2]},
-                                             "contrast": {"uniform": [0.8, 1.2]}}},
-    {"op": "hsv", "params": {"hue": {"uniform": [-10, 10]}, "saturation": {"uniform": [0.8, 1.2]}}},
-    {"op": "gaussian_blur", "params": {"sigma": {"uniform": [0.1, 1.5]}}},
-    {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}},
-    {"op": "noise.gaussian", "params": {"stddev": 8.0}},
-]
+from .bench_inputs import bench_images, standard_preset
+from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 
+__all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
-def standard_preset(seed: int = 42) -> Any:
-    from dali_gallery.pipelines.preset import load
-
-    return load({"format": "dali-gallery/preset", "version": 1, "seed": seed,
-                 "steps": STANDARD_CHAIN})
-
-
-def bench_images(size: int, n: int = 8) -> list[np.ndarray]:
-    """n RGB images of size x size cut from the bundled samples (decoded by DALI)."""
-    from dali_gallery.pipelines.engine import PreviewEngine
-
-    eng = PreviewEngine("cpu")
-    eng.set_images(Path(__file__).parent / "samples")
-    out = []
-    for i in range(n):
-        src = eng.images[i % len(eng.images)]
-        reps = (size // min(src.shape[:2])) + 1
-        big = np.tile(src, (reps, reps, 1))
-        out.append(np.ascontiguousarray(big[:size, :size]))
-    eng.close()
-    return out
-
-
-def _bare_pipeline(batch: int, device: str, threads: int) -> Any:
-    """The standard chain written by hand in plain DALI, fed images from external_source."""
-    from nvidia.dali import fn, pipeline_def, types
-
-    @pipeline_def(batch_size=batch, num_threads=threads, device_id=0 if device == "gpu" else None,
-                  seed=42, prefetch_queue_depth=1)
-    def bare():
-        x = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
-        if device == "gpu":
-            x = x.gpu()
-        x = fn.rotate(x, angle=fn.random.uniform(range=[-15, 15]), keep_size=True,
-                      fill_value=0.0)
-        x = fn.brightness_contrast(x, brightness=fn.random.uniform(range=[0.8, 1.2]),
-                                   contrast=fn.random.uniform(range=[0.8, 1.2]))
-        x = fn.hsv(x, hue=fn.random.uniform(range=[-10, 10]),
-                   saturation=fn.random.uniform(range=[0.8, 1.2]))
-        x = fn.gaussian_blur(x, sigma=fn.random.uniform(range=[0.1, 1.5]))
-        x = fn.flip(x, horizontal=fn.random.coin_flip(dtype=types.INT32))
-        return fn.noise.gaussian(x, stddev=8.0)
-
-    pipe = bare()
-    pipe.build()
-    return pipe
+SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision", "widget",
+            "gallery")
 
 
 def _to_host(out: Any, device: str) -> list[np.ndarray]:
@@ -88,19 +37,8 @@ def _to_host(out: Any, device: str) -> list[np.ndarray]:
     return [np.array(tl[i]) for i in range(len(tl))]
 
 
-def _median_ms(samples: list[float]) -> float:
-    return round(statistics.median(samples) * 1000, 2)
-
-
-def _p95_ms(samples: list[float]) -> float:
-    s = sorted(samples)
-    return round(s[min(len(s) - 1, int(0.95 * len(s)))] * 1000, 2)
-
-
 def bench_engine(device: str, quick: bool) -> dict[str, Any]:
     """Median ms per render: engine vs the bare pipeline, 8 images at 256^2 and 512^2."""
-    from dali_gallery.pipelines.engine import PreviewEngine
-
     reps = 5 if quick else 25
     threads = os.cpu_count() or 2
     preset = standard_preset()
@@ -109,7 +47,7 @@ def bench_engine(device: str, quick: bool) -> dict[str, Any]:
         imgs = bench_images(size)
         eng = PreviewEngine(device, num_threads=threads)
         eng.set_arrays(imgs)
-        bare = _bare_pipeline(len(imgs), device, threads)
+        bare = bare_pipeline(len(imgs), device, threads)
         eng.render(preset)
         _to_host(bare.run(images=imgs)[0], device)
         e_t, b_t = [], []
@@ -120,9 +58,9 @@ def bench_engine(device: str, quick: bool) -> dict[str, Any]:
             t = time.perf_counter()
             _to_host(bare.run(images=imgs)[0], device)
             b_t.append(time.perf_counter() - t)
-        e, b = _median_ms(e_t), _median_ms(b_t)
+        e, b = median_ms(e_t), median_ms(b_t)
         result[f"{size}x{size}"] = {"engine_ms": e, "bare_dali_ms": b,
-                                    "ratio": round(e / b, 3), "engine_p95_ms": _p95_ms(e_t)}
+                                    "ratio": round(e / b, 3), "engine_p95_ms": p95_ms(e_t)}
         eng.close()
         del bare
     return result
@@ -131,8 +69,6 @@ def bench_engine(device: str, quick: bool) -> dict[str, Any]:
 def bench_scrub(device: str, quick: bool) -> dict[str, Any]:
     """A 50-step drag of a run-time slider (rotate angle) and of the probability slider: how
     many pipeline builds it causes (the first render builds once)."""
-    from dali_gallery.pipelines.engine import PreviewEngine
-
     preset = standard_preset()
     preset.steps[0].params["angle"] = 0.0
     preset.steps[0].probability = 0.5
@@ -149,8 +85,8 @@ def bench_scrub(device: str, quick: bool) -> dict[str, Any]:
         times.append(time.perf_counter() - t)
     builds = eng.builds - before
     eng.close()
-    return {"steps": 50, "builds": builds, "median_ms": _median_ms(times),
-            "p95_ms": _p95_ms(times)}
+    return {"steps": 50, "builds": builds, "median_ms": median_ms(times),
+            "p95_ms": p95_ms(times)}
 
 
 def _rss_mb() -> float:
@@ -161,8 +97,6 @@ def _rss_mb() -> float:
 
 def bench_memory(device: str, quick: bool) -> dict[str, Any]:
     """RSS growth over many renders with parameter changes (after a warm-up of 50)."""
-    from dali_gallery.pipelines.engine import PreviewEngine
-
     n = 200 if quick else 1000
     preset = standard_preset()
     preset.steps[0].params["angle"] = 0.0
@@ -193,8 +127,6 @@ def _write_dataset(folder: Path, n: int, size: int) -> None:
 def bench_export(device: str, quick: bool) -> dict[str, Any]:
     """Exported training pipeline vs a hand-written one (reader + decoder + same chain):
     images/s over the same folder, interleaved epochs."""
-    from nvidia.dali import fn, pipeline_def, types
-
     from dali_gallery.pipelines.export import export_code
 
     batch, n = 32, (64 if quick else 256)
@@ -215,24 +147,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
         finally:
             sys.path.remove(tmp)
         files = exported_bench.flat_folder_files(str(root / "data"))
-        dec = "mixed" if device == "gpu" else "cpu"
-
-        @pipeline_def(batch_size=batch, num_threads=threads, device_id=device_id, seed=42)
-        def hand():
-            jpegs, labels = fn.readers.file(file_root=str(root / "data"), files=files,
-                                            random_shuffle=True, dont_use_mmap=True)
-            x = fn.decoders.image(jpegs, device=dec, output_type=types.RGB)
-            x = fn.rotate(x, angle=fn.random.uniform(range=[-15, 15]), keep_size=True,
-                          fill_value=0.0)
-            x = fn.brightness_contrast(x, brightness=fn.random.uniform(range=[0.8, 1.2]),
-                                       contrast=fn.random.uniform(range=[0.8, 1.2]))
-            x = fn.hsv(x, hue=fn.random.uniform(range=[-10, 10]),
-                       saturation=fn.random.uniform(range=[0.8, 1.2]))
-            x = fn.gaussian_blur(x, sigma=fn.random.uniform(range=[0.1, 1.5]))
-            x = fn.flip(x, horizontal=fn.random.coin_flip(dtype=types.INT32))
-            return fn.noise.gaussian(x, stddev=8.0), labels
-
-        handmade = hand()
+        handmade = training_pipeline(root / "data", files, batch, threads, device)
         exported.build()
         handmade.build()
         # one pass over the folder takes ~15 ms on a GPU: several passes per timing, many
@@ -257,8 +172,6 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
 
 def bench_encode(device: str, quick: bool) -> dict[str, Any]:
     """Render + the JPEG bytes a preview displays (GPU: nvImageCodec from device memory)."""
-    from dali_gallery.pipelines.engine import PreviewEngine
-
     reps = 5 if quick else 25
     preset = standard_preset()
     eng = PreviewEngine(device)
@@ -274,8 +187,8 @@ def bench_encode(device: str, quick: bool) -> dict[str, Any]:
         eng.render(preset)
         plain.append(time.perf_counter() - t)
     eng.close()
-    return {"images": "8x256x256", "render_ms": _median_ms(plain),
-            "render_plus_jpeg_ms": _median_ms(total), "jpeg_encode_ms": _median_ms(enc)}
+    return {"images": "8x256x256", "render_ms": median_ms(plain),
+            "render_plus_jpeg_ms": median_ms(total), "jpeg_encode_ms": median_ms(enc)}
 
 
 def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
@@ -284,7 +197,6 @@ def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
     try:
         import torch
         import torchvision
-        from torchvision.transforms import v2
     except ImportError as e:
         return {"skipped": f"torchvision is not installed ({e.name})"}
     from dali_gallery.pipelines.export import export_code
@@ -316,14 +228,7 @@ def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
         dali_rate = iters * batch / (time.perf_counter() - t)
         del pipe
 
-        chain = v2.Compose([
-            v2.RandomRotation(15),
-            v2.ColorJitter(brightness=0.2, contrast=0.2, saturation=0.2, hue=10 / 360),
-            v2.GaussianBlur(5, sigma=(0.1, 1.5)),
-            v2.RandomHorizontalFlip(),
-            v2.ToDtype(torch.float32, scale=True),
-            v2.GaussianNoise(sigma=8 / 255),
-        ])
+        chain = torchvision_chain()
 
         class Folder(torch.utils.data.Dataset):
             def __len__(self) -> int:
@@ -349,25 +254,28 @@ BUILTIN = {"engine": bench_engine, "encode": bench_encode, "scrub": bench_scrub,
            "memory": bench_memory, "export": bench_export, "torchvision": bench_torchvision}
 
 
-def _load_extra() -> None:
-    """The widget latency and full-gallery sections live with the layers they measure."""
+def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
+    """Every section by name: the built-in ones, and those living with the layer or the
+    feature they measure (imported here, at the top layer, only when the bench runs)."""
     from dali_gallery.widgets.bench import bench_widget
 
-    EXTRA.setdefault("widget", bench_widget)
-    import dali_gallery.gallery.gallery_bench  # noqa: F401  (registers EXTRA["gallery"])
+    from .decode_bench import bench_decode
+    from .gallery_bench import bench_gallery
+
+    return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery}
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,
               only: list[str] | None = None) -> int:
     from dali_gallery.pipelines.device import resolve
 
-    _load_extra()
+    known = sections()
     dev = resolve(device)
-    sections = only or [s for s in SECTIONS if s in BUILTIN or s in EXTRA]
+    chosen = only or [s for s in SECTIONS if s in known]
     report: dict[str, Any] = {"device": dev, "cpu_cores": os.cpu_count(),
                               "date": time.strftime("%Y-%m-%d"), "quick": quick}
-    for name in sections:
-        fn_ = BUILTIN.get(name) or EXTRA.get(name)
+    for name in chosen:
+        fn_ = known.get(name)
         if fn_ is None:
             print(f"unknown bench section {name!r}; choose from {', '.join(SECTIONS)}",
                   file=sys.stderr)

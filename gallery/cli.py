@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
+MAX_MESSAGE_CHARS = 4000
+"""The most a message prints (a preset's problems are already capped and cut)."""
 
 
 class UsageError(Exception):
@@ -39,7 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _paragraph(text: str) -> None:
-    lines = [textwrap.fill(line, 100) if len(line) > 100 else line for line in text.splitlines()]
+    """One paragraph on stderr: bounded, wrapped at 100 columns, no blank lines."""
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+    lines = [textwrap.fill(line, 100, break_on_hyphens=False, break_long_words=False)
+             if len(line) > 100 else line for line in text.splitlines() if line.strip()]
     print("dali-gallery: " + "\n".join(lines), file=sys.stderr)
 
 
@@ -69,9 +75,19 @@ def _parser() -> argparse.ArgumentParser:
                      help="downscale images so the longer side is at most this (preview only; "
                           "omit for a first draw identical to the exported pipeline)")
     ren.add_argument("--tail", action="store_true", help="apply the preset's training tail")
-    ren.add_argument("--out", required=True, help="grid image (.png or .jpg)")
+    ren.add_argument("--out", help="grid image (.png or .jpg); required unless --iteration")
     ren.add_argument("--npz", help="also write the first draw as .npz (export script layout)")
     ren.add_argument("--json", dest="records", help="also write per-sample records as JSON")
+    ren.add_argument("--shard", type=int, default=0,
+                     help="what shard S of --num-shards trains on: its first files, its seed")
+    ren.add_argument("--num-shards", type=int, default=1, help="processes of the training job")
+    ren.add_argument("--iteration", type=int, default=None,
+                     help="replay batch N of the exported training pipeline itself (needs "
+                          "--batch-size, the training run's; writes --npz and/or --out)")
+    ren.add_argument("--restore", help="with --iteration: start from a checkpoint saved by the "
+                                       "exported script's --checkpoint-every")
+    ren.add_argument("--no-shuffle", action="store_true",
+                     help="with --iteration: the training run read files in order")
     ren.set_defaults(func=cmd_render)
 
     chk = sub.add_parser("check-images", help="find files the training pipeline cannot decode")
@@ -133,11 +149,10 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def _load_preset(path: str):
-    from dali_gallery.pipelines.preset import load
+    """The preset file named on the command line (size-capped; FIFOs and devices refused)."""
+    from dali_gallery.pipelines.preset import load_file
 
-    if not Path(path).is_file():
-        raise UsageError(f"preset file {path!r} does not exist")
-    return load(Path(path))
+    return load_file(path)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -164,8 +179,23 @@ def cmd_render(args: argparse.Namespace) -> int:
     src = Path(args.images)
     if not src.exists():
         raise UsageError(f"--images {args.images!r} does not exist")
+    if args.iteration is not None:
+        return _render_iteration(args, preset)
+    if args.restore or args.no_shuffle:
+        raise UsageError("--restore and --no-shuffle apply to --iteration only (a preview reads "
+                         "the files in order)")
+    if args.out is None:
+        raise UsageError("--out (the grid image) is required")
     engine = PreviewEngine(args.device)
-    problems = engine.set_images(src, max_side=args.size)
+    labels = None
+    if args.shard != 0 or args.num_shards != 1:
+        from dali_gallery.pipelines.replay import shard_preview
+
+        preset, shard = shard_preview(engine, preset, src, shard_id=args.shard,
+                                      num_shards=args.num_shards, batch_size=args.batch_size,
+                                      max_side=args.size)
+        labels = shard.labels
+    problems = [] if labels is not None else engine.set_images(src, max_side=args.size)
     for p in problems:
         print(f"skipped {p.name}: {p.reason}", file=sys.stderr)
     n = len(engine.images)
@@ -178,13 +208,44 @@ def cmd_render(args: argparse.Namespace) -> int:
     render = engine.render(preset, draws=args.draws, tail=args.tail)
     grid_image(render, engine.images, preset).save(args.out)
     if args.npz:
-        save_npz(args.npz, render.first_draw())
+        save_npz(args.npz, render.first_draw(), labels)
     if args.records:
         Path(args.records).write_text(json.dumps(
             {"names": engine.names, "records": [r.to_dict() for r in render.records]}, indent=1))
     print(f"rendered {render.n_images} images x {render.draws} draws on {render.device} in "
           f"{render.ms:.0f} ms -> {args.out}")
     engine.close()
+    return 0
+
+
+def _render_iteration(args: argparse.Namespace, preset) -> int:
+    """``render --iteration N``: batch N of a shard, replayed by the exported pipeline."""
+    from dali_gallery.pipelines.grid import save_npz
+    from dali_gallery.pipelines.replay import batch_sheet, replay
+
+    if args.batch_size is None:
+        raise UsageError("--iteration needs --batch-size: the training run's batch size (batch "
+                         "N depends on it)")
+    if not (args.npz or args.out):
+        raise UsageError("--iteration writes the batch to --npz and/or a picture of it to --out")
+    extra = [f for f, on in (("--size", args.size), ("--tail", args.tail),
+                             ("--json", args.records)) if on]
+    if extra:
+        raise UsageError(f"{', '.join(extra)} do(es) not apply to --iteration: the training "
+                         "pipeline reads the files as they are, applies the preset's tail, and "
+                         "records nothing")
+    if args.restore is not None and not Path(args.restore).is_file():
+        raise UsageError(f"--restore {args.restore!r} is not a file")
+    result = replay(preset, args.images, iteration=args.iteration, batch_size=args.batch_size,
+                    shard_id=args.shard, num_shards=args.num_shards, device=args.device,
+                    random_shuffle=not args.no_shuffle, restore=args.restore)
+    if args.npz:
+        save_npz(args.npz, result.images, result.labels.tolist())
+    if args.out:
+        batch_sheet(result.images, result.labels).save(args.out)
+    start = f" from {args.restore}" if args.restore else " from the start"
+    print(f"replayed batch {args.iteration} of shard {args.shard} of {args.num_shards}{start} "
+          f"on {result.device} in {result.ms:.0f} ms -> {args.npz or args.out}")
     return 0
 
 

@@ -18,16 +18,12 @@ from typing import Any
 
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.timing import p95
 
-from .bench import EXTRA, bench_images
+from .bench_inputs import bench_images
 
 GALLERY_TARGET_S = {"cpu": 15.0, "gpu": 2.0}
 """Full-gallery targets: the 2-core CPU machine, and an H100/H200."""
-
-
-def _p95(values: list[float]) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(0.95 * len(s)))]
 
 
 def _render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str, Any]:
@@ -60,7 +56,7 @@ def _render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str
         "pipelines_built": builds,
         "pipelines_from_cache": hits,
         "row_median_ms": round(statistics.median(row_ms), 1) if row_ms else None,
-        "row_p95_ms": round(_p95(row_ms), 1) if row_ms else None,
+        "row_p95_ms": round(p95(row_ms), 1) if row_ms else None,
         "slowest_rows_ms": {r.op: round(r.ms, 1) for r in slowest},
     }
 
@@ -82,9 +78,6 @@ def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
         "cold_within_target": cold.get("total_s", float("inf")) < target,
         "warm_within_target": warm.get("total_s", float("inf")) < target,
     }
-
-
-EXTRA["gallery"] = bench_gallery
 
 
 # ---- browser latency ------------------------------------------------------------------------
@@ -159,13 +152,13 @@ def measure_slider_latency(page: Any, slider: Any, image_selector: str, *, moves
     out: dict[str, Any] = {
         "moves": moves,
         "median_ms": round(statistics.median(latencies), 1),
-        "p95_ms": round(_p95(latencies), 1),
+        "p95_ms": round(p95(latencies), 1),
         "max_ms": round(max(latencies), 1),
         "samples_ms": [round(v, 1) for v in latencies],
     }
     if engine:
         out["engine_median_ms"] = round(statistics.median(engine), 1)
-        out["engine_p95_ms"] = round(_p95(engine), 1)
+        out["engine_p95_ms"] = round(p95(engine), 1)
     return out
 
 

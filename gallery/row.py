@@ -9,7 +9,6 @@ column and one ``ToggleButtons`` whose buttons are the "add" actions.
 from __future__ import annotations
 
 import html
-import io
 import os
 import re
 import threading
@@ -19,10 +18,10 @@ from typing import Any
 
 import ipywidgets as W
 import numpy as np
-from PIL import Image
 
 from dali_gallery.pipelines.catalog import OpSpec
-from dali_gallery.pipelines.grid import to_display
+from dali_gallery.pipelines.display import encode_image, to_display
+from dali_gallery.widgets.style import close_tree
 
 from .sweep import RowResult
 
@@ -37,7 +36,7 @@ AddCallback = Callable[[str, dict[str, Any], str], None]
 
 
 def slug(op: str) -> str:
-    """A CSS-class-safe form of an operator name (``noise.gaussian`` -> ``noise-gaussian``)."""
+    """A CSS-class-safe form of an operator name (``a.b_c`` -> ``a-b_c``)."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", op)
 
 
@@ -53,14 +52,9 @@ def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> bytes:
         y = i * (h + GAP_PX) + (h - th) // 2
         x = (w - tw) // 2
         sheet[y:y + th, x:x + tw] = a[:th, :tw]
-    img = Image.fromarray(sheet)
-    if img.width > TILE_PX * DISPLAY_SCALE:  # never sent larger than it can be shown
-        width = TILE_PX * DISPLAY_SCALE
-        img = img.resize((width, round(img.height * width / img.width)),
-                         Image.Resampling.BILINEAR, reducing_gap=2.0)
-    buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=JPEG_QUALITY)
-    return buf.getvalue()
+    # never sent wider than it can be shown (the height follows)
+    return encode_image(sheet, "jpeg", quality=JPEG_QUALITY,
+                        fit=(TILE_PX * DISPLAY_SCALE, sheet.shape[0]))
 
 
 def row_strips(result: RowResult, originals: list[np.ndarray]) -> list[bytes]:
@@ -149,8 +143,3 @@ class Row:
         """Release the widgets (their comms and image bytes)."""
         close_tree(self.widget)
 
-
-def close_tree(widget: W.Widget) -> None:
-    for child in getattr(widget, "children", ()):
-        close_tree(child)
-    widget.close()

@@ -17,8 +17,11 @@ What the settings do (see ``voila_command`` for the flags):
   the ``Host`` header must be local too (blocks DNS-rebinding pages from driving the kernel);
 * idle kernels are culled (every page load starts one);
 * websocket messages (widget comms, uploads included) are capped in size, and only the v1 kernel
-  websocket protocol is spoken, with its frames checked (``V1OnlyKernelWebsocketConnection``
+  websocket protocol is spoken, with its frames checked (``serve_websocket``
   closes two ways a single client could freeze the whole server);
+* kernels talk to the server over Unix sockets in Voilà's private temp folder (no TCP ports that
+  kernels starting together could race for), and a page whose kernel dies while starting gets
+  an error page instead of spinning forever (``serve_kernels``);
 * the kernel learns its image folder from ``DALI_GALLERY_IMAGES`` and the folder the app's picker
   may browse from ``DALI_GALLERY_ALLOWED_ROOT`` (both absolute and resolved);
 * a token, when given, travels in ``JUPYTER_TOKEN`` (read by ``--token``), not as a visible
@@ -28,6 +31,7 @@ What the settings do (see ``voila_command`` for the flags):
 from __future__ import annotations
 
 import argparse
+import importlib
 import ipaddress
 import os
 import shlex
@@ -35,6 +39,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -49,13 +54,11 @@ __all__ = [
     "DEFAULT_IMAGES_DIR",
     "GALLERY_NOTEBOOK",
     "IMAGES_ENV",
-    "KERNEL_WS_PROTOCOL",
     "MAX_WS_MESSAGE_BYTES",
     "main_args",
     "run_from_args",
     "serve",
     "server_url",
-    "v1_frame_ok",
     "voila_command",
 ]
 
@@ -79,105 +82,31 @@ from the notebook's folder, so nothing else may live there."""
 #: Seconds Voilà waits for a cell's output after the cell has run (see ``voila_command``).
 IOPUB_TIMEOUT_S = 120
 
-#: The only kernel websocket protocol the server accepts (what Voilà's and Lab's front-ends use).
-KERNEL_WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
-_MAX_V1_PARTS = 2 + 4 + 1024  # offsets: channel start/end + header, parent, metadata, content,
-# and up to 1024 binary buffers
+#: Names served from :mod:`.serve_websocket` / :mod:`.serve_kernels` on first use: they import
+#: jupyter_server (seconds), which the CLI and the kernels never need.
+_SERVER_SIDE = {
+    "KERNEL_WS_PROTOCOL": "serve_websocket",
+    "V1OnlyKernelWebsocketConnection": "serve_websocket",
+    "v1_frame_ok": "serve_websocket",
+    "GalleryKernelManager": "serve_kernels",
+    "KERNEL_FAILED_REASON": "serve_kernels",
+}
+_WEBSOCKET_CLASS = "dali_gallery.gallery.serve_websocket.V1OnlyKernelWebsocketConnection"
+_KERNEL_MANAGER_CLASS = "dali_gallery.gallery.serve_kernels.GalleryKernelManager"
 
-
-def v1_frame_ok(message: bytes | str) -> bool:
-    """Is ``message`` a well-formed v1 kernel websocket frame (as far as its offset table goes)?
-
-    jupyter_server's ``deserialize_msg_from_ws_v1`` trusts the first 8 bytes as the number of
-    offsets and loops that many times: one 72-byte message claiming 2**40 offsets blocks the
-    server's event loop and eats memory until it is killed (checked with jupyter_server 2.21).
-    """
-    if isinstance(message, str) or len(message) < 8:
-        return False
-    count = int.from_bytes(message[:8], "little")
-    table_end = 8 * (count + 1)
-    if not 3 <= count <= _MAX_V1_PARTS or table_end > len(message):
-        return False
-    offsets = [int.from_bytes(message[8 * i : 8 * (i + 1)], "little") for i in range(1, count + 1)]
-    return offsets[0] == table_end and offsets == sorted(offsets) and offsets[-1] <= len(message)
-
-
-def _make_connection_class() -> type:
-    from jupyter_server.services.kernels.connection.channels import (
-        ZMQChannelsWebsocketConnection,
-    )
-
-    class V1OnlyKernelWebsocketConnection(ZMQChannelsWebsocketConnection):
-        """Kernel websocket connection that only speaks the v1 protocol, and checks its frames.
-
-        * Clients that do not ask for the v1 subprotocol get the "legacy" protocol, on which
-          Voilà 0.5.13 misreads every outgoing binary message (widget images, any buffer) as a
-          v1 frame: the server then loops over a garbage offset count, freezing every page it
-          serves and growing without bound (20 GB in 10 minutes seen here). They are refused
-          (close code 1008) before anything is sent.
-        * Incoming v1 frames whose offset table does not fit the message are refused (close
-          1003) instead of being handed to jupyter_server's decoder (see ``v1_frame_ok``).
-        * The protocol is pinned once negotiated. When the server closes a socket (a refused
-          frame, a ping timeout), tornado forgets the subprotocol at once but the kernel's
-          output keeps arriving until the client answers the close: jupyter_server then encodes
-          it in the legacy format and Voilà's ``write_message`` loops over it as above (seen
-          here: the next page load hung). Output for a closing socket is dropped instead.
-        """
-
-        _refused = False
-        _protocol: str | None = None
-
-        @property
-        def subprotocol(self) -> str | None:
-            if self._protocol is None:
-                self._protocol = super().subprotocol  # None until the handshake is done
-            return self._protocol
-
-        def handle_outgoing_message(self, stream, outgoing_msg):
-            ws = self.websocket_handler.ws_connection
-            if ws is None or ws.is_closing():
-                return None  # the socket is going away: nobody is left to read this
-            return super().handle_outgoing_message(stream, outgoing_msg)
-
-        async def connect(self):  # type: ignore[override]
-            if self.subprotocol != KERNEL_WS_PROTOCOL:
-                self._refused = True
-                self.log.warning(
-                    "refusing a kernel websocket without the %s subprotocol", KERNEL_WS_PROTOCOL
-                )
-                self.websocket_handler.close(1008, f"only {KERNEL_WS_PROTOCOL} is supported")
-                return None
-            connected = super().connect()
-            if connected is not None:
-                await connected
-            return None
-
-        def disconnect(self):
-            if self._refused:  # never connected: do not decrement the kernel's connection count
-                return None
-            return super().disconnect()
-
-        def handle_incoming_message(self, incoming_msg):
-            if self._refused:
-                return None
-            if not v1_frame_ok(incoming_msg):
-                self.log.warning("closing a kernel websocket after a malformed v1 frame")
-                self.websocket_handler.close(1003, "malformed v1 frame")
-                return None
-            return super().handle_incoming_message(incoming_msg)
-
-    V1OnlyKernelWebsocketConnection.__module__ = "dali_gallery.gallery.serve"
-    V1OnlyKernelWebsocketConnection.__qualname__ = "V1OnlyKernelWebsocketConnection"
-    return V1OnlyKernelWebsocketConnection
+#: Longest Unix socket path Linux accepts (sun_path is 108 bytes, NUL included).
+_MAX_SOCKET_PATH = 107
+#: What Voilà appends to the temp folder for one kernel's IPC socket:
+#: "/voila_XXXXXXXX/kernel-<uuid4>-ipc-<n>" with room for n up to 99999.
+_IPC_SUFFIX_LEN = len("/voila_12345678/kernel-") + 36 + len("-ipc-99999")
 
 
 def __getattr__(name: str):
-    # Built on first use so that importing gallery.serve (the CLI) does not import jupyter_server;
-    # the Voilà server process imports it by name through --Voila.kernel_websocket_connection_class.
-    if name == "V1OnlyKernelWebsocketConnection":
-        cls = _make_connection_class()
-        globals()[name] = cls
-        return cls
+    if name in _SERVER_SIDE:
+        module = importlib.import_module(f"{__package__}.{_SERVER_SIDE[name]}")
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -245,16 +174,16 @@ def voila_command(
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be > 0")
 
-    # The server imports gallery.serve (the websocket connection class) and the kernels import
-    # the app: both must find this very copy of the package, installed or not.
-    python_path = os.pathsep.join(
-        p for p in (str(_PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")) if p
-    )
-    env_assignments = [
-        f"{IMAGES_ENV}={images}",
-        f"{ALLOWED_ROOT_ENV}={root}",
-        f"PYTHONPATH={python_path}",
-    ]
+    socket_dir = tempfile.gettempdir()
+    if len(os.fsencode(socket_dir)) + _IPC_SUFFIX_LEN > _MAX_SOCKET_PATH:
+        raise ValueError(
+            f"the temp folder path is too long for the kernels' Unix sockets ({socket_dir!r}; "
+            f"at most {_MAX_SOCKET_PATH - _IPC_SUFFIX_LEN} characters): set TMPDIR to a "
+            "shorter folder"
+        )
+    # The server and its kernels run this interpreter (``python``), so they import the same
+    # installed dali_gallery; nothing is added to their sys.path.
+    env_assignments = [f"{IMAGES_ENV}={images}", f"{ALLOWED_ROOT_ENV}={root}"]
     tornado_settings = {
         # On a loopback address also demand a local Host header: a web page that rebinds its own
         # DNS name to 127.0.0.1 is then refused (403) instead of reaching the kernel.
@@ -293,10 +222,14 @@ def voila_command(
         # (nbclient's default: 4 s); with several kernels starting at once on a small machine the
         # app's display message came later, and those pages stayed blank for good.
         f"--VoilaExecutor.iopub_timeout={IOPUB_TIMEOUT_S}",
-        # v1 kernel websocket protocol only, with its frames checked: see
-        # V1OnlyKernelWebsocketConnection (the server process imports it from this module).
-        "--Voila.kernel_websocket_connection_class="
-        "dali_gallery.gallery.serve.V1OnlyKernelWebsocketConnection",
+        # v1 kernel websocket protocol only, with its frames checked (serve_websocket).
+        f"--Voila.kernel_websocket_connection_class={_WEBSOCKET_CLASS}",
+        # Kernels over Unix sockets in Voilà's private mkdtemp folder: no TCP ports to race for
+        # when many pages start kernels at once; a kernel that dies while starting is retried,
+        # then the page says so (serve_kernels).
+        "--KernelManager.transport=ipc",
+        f"--Voila.connection_dir_root={socket_dir}",
+        f"--VoilaConfiguration.multi_kernel_manager_class={_KERNEL_MANAGER_CLASS}",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
         f"--MappingKernelManager.cull_connected={bool(cull_connected)}",

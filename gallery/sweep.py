@@ -8,7 +8,6 @@ preview engine: a run-time magnitude is fed per sample, so the whole row is one 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -75,12 +74,6 @@ class RowResult:
         return self.error is None and self.unavailable is None and bool(self.tiles)
 
 
-def _decimals(p: Param) -> int:
-    if p.kind != "float" or not p.step or p.step >= 1:
-        return 0
-    return max(0, -math.floor(math.log10(p.step) + 1e-9))
-
-
 def _snap(p: Param, v: float) -> Any:
     """A sweep value as the slider would give it: on the step grid, odd when required."""
     if p.kind == "int":
@@ -92,7 +85,7 @@ def _snap(p: Param, v: float) -> Any:
         v = round(v / p.step) * p.step
     if p.slider is not None:
         v = min(max(v, p.slider[0]), p.slider[1])
-    return round(float(v), _decimals(p))
+    return round(float(v), p.decimals)
 
 
 def sweep_values(p: Param, signed: bool = False, steps: int = STEPS) -> list[Any]:
@@ -126,7 +119,7 @@ def short_value(p: Param, value: Any) -> str:
     elif p.kind == "int":
         shown = str(int(value))
     else:
-        shown = f"{float(value):.{_decimals(p)}f}"
+        shown = f"{float(value):.{p.decimals}f}"
     unit = f" {p.unit}" if p.unit and p.unit not in p.name else ""
     return shown + unit
 
@@ -149,16 +142,6 @@ def plan_row(spec: OpSpec, steps: int = STEPS) -> RowPlan:
     return RowPlan(spec.name, "defaults", None, (Column("defaults"),))
 
 
-def unavailable_reason(spec: OpSpec, device: str) -> str | None:
-    """Why ``device`` cannot render ``spec`` (None when it can)."""
-    if device in spec.devices:
-        return None
-    why = spec.gpu_reason or f"DALI implements it only on {', '.join(sorted(spec.devices))}"
-    return (f"{spec.name} runs on the GPU only ({why}); this machine previews on the "
-            f"{device.upper()}, so it is not rendered here. It can still be added to the "
-            "pipeline and exported.")
-
-
 def _validate(plan: RowPlan, catalog: Catalog) -> None:
     """Every column must be a valid step (constraints between parameters included)."""
     for col in plan.columns:
@@ -172,9 +155,10 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     """Render one row with ``engine``; failures become ``error`` (naming op, parameter, values),
     never exceptions, so one bad operator does not stop the gallery."""
     spec = catalog[plan.op]
-    why = unavailable_reason(spec, engine.device)
-    if why:
-        return RowResult(plan, unavailable=why)
+    why = spec.unavailable_on(engine.device)
+    if why is not None:
+        return RowResult(plan, unavailable=f"{why}, so it is not rendered here. It can still "
+                                            "be added to the pipeline and exported.")
     t0 = time.perf_counter()
     try:
         _validate(plan, catalog)

@@ -2,22 +2,20 @@
 
 One card per operator (:mod:`gallery.row`): the originals, then the operator at several
 magnitudes (:mod:`gallery.sweep`), each column labelled with its value and an "add" button.
-Rows render on a worker thread and stream in with a progress bar. Every change of images, size
-or filter starts a new generation; the worker drops work of an older one at the next row, so an
-outdated render never reaches the page. Cards stay valid across filter changes (only the images
-and the size invalidate them), so filtering never renders again. Widget changes made for the
-worker run on the kernel's main thread (:mod:`widgets.ui_thread`).
+Rows render on the widgets' render scheduler (:mod:`widgets.scheduler`: one job at a time, the
+newest wins) and stream in with a progress bar. Every change of images, size or filter starts a
+new generation; the job of an older one stops at its next row, so an outdated render never
+reaches the page. Cards stay valid across filter changes (only the images and the size
+invalidate them), so filtering never renders again. Widget changes made for the worker run on
+the kernel's main thread (:mod:`widgets.ui_thread`).
 """
 
 from __future__ import annotations
 
 import html
-import io
 import logging
-import queue
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,21 +23,23 @@ from typing import Any
 
 import ipywidgets as W
 import numpy as np
-from PIL import Image
 
 from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
-from dali_gallery.pipelines.images import EncodedImage, ImageProblem, collect, decode
+from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
 from dali_gallery.pipelines.preset import PresetError
-from dali_gallery.widgets.ui_thread import on_ui_thread
+from dali_gallery.widgets.scheduler import Outcome, Scheduler
+from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 
+from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, row_strips, slug
 from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
 
 __all__ = ["GalleryView", "SIZES", "slug"]
 
-SIZES = (128, 192, 256, 384, 512)
+SIZES = PREVIEW_SIZES
+MAX_IMAGES = 16
 _log = logging.getLogger(__name__)
 
 AddHandler = Callable[[str, dict[str, Any]], None]
@@ -64,9 +64,6 @@ class _Job:
     key: tuple[int, int]  # (image set version, size): what the cards are valid for
 
 
-_STOP = object()
-
-
 class GalleryView:
     """Every catalog operator at several magnitudes on the current images, rendered by DALI.
 
@@ -82,8 +79,9 @@ class GalleryView:
                  catalog: Catalog = CATALOG) -> None:
         if size not in SIZES:
             raise ValueError(f"gallery size {size!r} is not allowed; expected one of {SIZES}")
-        if not 1 <= max_images <= 16:
-            raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to 16")
+        if not 1 <= max_images <= MAX_IMAGES:
+            raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
+                             f"{MAX_IMAGES}")
         self.engine = engine or PreviewEngine(device, catalog=catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None
@@ -104,9 +102,9 @@ class GalleryView:
         self._gen = 0
         self._closed = False
         self._lock = threading.RLock()
-        self._idle = threading.Event()
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self.scheduler: Scheduler[_Job, None] = Scheduler(
+            self._run, self._delivered, on_error=self._ui_error, ui=UI,
+            name="dali-gallery-gallery")
         self._build_controls(size)
         if images is not None:
             self.set_images(images)
@@ -151,7 +149,7 @@ class GalleryView:
         (decoding problems appear in ``problems`` and the status line once decoded)."""
         root_path = Path(root).resolve() if root else self.allowed_root
         encoded, problems = collect(images, root=root_path, max_files=self.max_images * 4)
-        problems = [p for p in problems if not p.reason.startswith("not loaded: only")]
+        problems = [p for p in problems if not p.over_limit]  # it shows fewer anyway
         with self._lock:
             self._images = encoded
             self.problems = list(problems)
@@ -162,15 +160,7 @@ class GalleryView:
     def set_arrays(self, arrays: Sequence[np.ndarray], names: Sequence[str] | None = None) -> None:
         """Show already decoded HWC uint8 images (kept as PNG and decoded again by DALI, so the
         size control applies to them too)."""
-        encoded = []
-        for i, a in enumerate(arrays):
-            if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
-                raise ValueError(f"image {i}: expected an HxWx3 uint8 array, got "
-                                 f"{a.dtype} {a.shape}")
-            buf = io.BytesIO()
-            Image.fromarray(a).save(buf, "PNG", compress_level=1)
-            name = names[i] if names is not None else f"image {i}"
-            encoded.append(EncodedImage(name, buf.getvalue()))
+        encoded = encode_arrays(arrays, names)
         with self._lock:
             self._images = encoded
             self.problems = []
@@ -198,9 +188,9 @@ class GalleryView:
         self._say(f"added {op} ({what}) to the builder")
 
     def wait_idle(self, timeout: float = 120.0) -> bool:
-        """Block until every visible row of the current generation is rendered. In a kernel the
-        cards reach the page a moment later (they are created on the main thread)."""
-        return self._idle.wait(timeout)
+        """Block until every visible row of the current generation is rendered and shown (on
+        the main thread, this applies the cards the worker handed over)."""
+        return self.scheduler.wait_idle(timeout)
 
     @property
     def visible(self) -> list[str]:
@@ -224,9 +214,7 @@ class GalleryView:
             self._closed = True
             self._gen += 1
             rows, self._rows = list(self._rows.values()), {}
-        self._queue.put(_STOP)
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self.scheduler.close(timeout=30)
         for row in rows:
             row.close()
         self.engine.close()
@@ -254,13 +242,10 @@ class GalleryView:
             self._show_rows()
             self.progress.bar_style = ""
             if not self._images:
-                self._idle.set()
-                self._say("no images to show: choose a source above" + self._problem_text(),
-                          error=bool(self.problems))
+                self._say("no images to show: choose a source above"
+                          + problem_text(self.problems), error=bool(self.problems))
             else:
-                self._idle.clear()
-                self._queue.put(job)
-                self._ensure_worker()
+                self.scheduler.submit(job)
         for row in old:
             row.close()
 
@@ -274,37 +259,14 @@ class GalleryView:
         self.progress.max = max(1, len(self._visible))
         self.progress.value = len(shown)
 
-    def _ensure_worker(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, name="dali-gallery-render",
-                                            daemon=True)
-            self._thread.start()
-
     def _current(self, gen: int) -> bool:
         with self._lock:
-            return gen == self._gen
+            return gen == self._gen and not self._closed
 
     # ---- worker -------------------------------------------------------------------------------
 
-    def _loop(self) -> None:
-        while True:
-            job = self._queue.get()
-            while not self._queue.empty():  # only the newest request matters
-                job = self._queue.get_nowait()
-            if job is _STOP:
-                return
-            try:
-                self._run(job)
-            except Exception as e:  # noqa: BLE001 - a bug must show on the page, not end the thread
-                _log.error("gallery render failed:\n%s", traceback.format_exc())
-                if self._current(job.gen):
-                    self._say(f"gallery render failed: {type(e).__name__}: {e}", error=True)
-            finally:
-                with self._lock:
-                    if job.gen == self._gen:
-                        self._idle.set()
-
     def _run(self, job: _Job) -> None:
+        """One generation's rows (worker thread); returns early once it is outdated."""
         if self._loaded != job.key:
             t0 = time.perf_counter()
             if not self._load(job):
@@ -334,6 +296,15 @@ class GalleryView:
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
         on_ui_thread(lambda: self._finish(job), self._ui_error)
 
+    def _delivered(self, outcome: Outcome[_Job, None]) -> None:
+        """Main thread: a job that raised is a bug; say so if its generation is current."""
+        if outcome.error is None:
+            return
+        error = outcome.error
+        _log.error("gallery render failed", exc_info=error)
+        if self._current(outcome.request.gen):
+            self._say(f"gallery render failed: {type(error).__name__}: {error}", error=True)
+
     def _publish(self, key: tuple[int, int], op: str, result: RowResult,
                  strips: list[bytes]) -> None:
         """Main thread: build the card and show it if the images are still those it shows."""
@@ -355,39 +326,23 @@ class GalleryView:
                + f" on {describe(self.engine.device)}")
         if failed:
             msg += f"; failed: {', '.join(failed)}"
-        self._say(msg + self._problem_text(), error=bool(failed))
+        self._say(msg + problem_text(self.problems), error=bool(failed))
 
     def _load(self, job: _Job) -> bool:
         """Decode the first ``max_images`` good images at the job's size (DALI, CPU)."""
-        arrays: list[np.ndarray] = []
-        names: list[str] = []
-        problems: list[ImageProblem] = []
-        pending = list(job.images)
-        while pending and len(arrays) < self.max_images:
-            room = self.max_images - len(arrays)
-            take, pending = pending[:room], pending[room:]
-            got, good, bad = decode(take, max_side=job.key[1],
-                                    num_threads=self.engine.num_threads)
-            arrays += got
-            names += [g.name for g in good]
-            problems += bad
+        arrays, names, problems = decode_first(job.images, self.max_images, job.key[1],
+                                               self.engine.num_threads)
         with self._lock:
             if job.gen != self._gen:
                 return False
             self.problems = [*self.problems, *problems]
         if not arrays:
-            self._say("none of the images could be decoded" + self._problem_text(), error=True)
+            self._say("none of the images could be decoded" + problem_text(self.problems),
+                      error=True)
             return False
         self.engine.set_arrays(arrays, names)
         self._loaded = job.key
         return True
-
-    def _problem_text(self) -> str:
-        if not self.problems:
-            return ""
-        shown = "; ".join(p.message for p in self.problems[:5])
-        more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
-        return f" — skipped: {shown}{more}"
 
     def _ui_error(self, error: Exception) -> None:
         self.status.value = (f'<span class="dg-error">gallery display failed: '

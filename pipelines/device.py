@@ -38,3 +38,12 @@ def describe(device: Device) -> str:
     except RuntimeError:
         name = "GPU 0"
     return f"GPU: {name} (mixed decoding, DALI GPU operators)"
+
+
+HW_DECODER_LOAD = 1.0
+"""The share of each batch the GPU ("mixed") decoder gives to the hardware JPEG decoder, in the
+preview and in the exported pipeline alike. nvJPEG's hardware and CUDA decoders differ by up to 4
+grey levels, and DALI's default (0.65) splits every batch between them, so the same file decoded in
+a batch of 8 and alone could differ. With 1.0 every file the hardware decoder accepts goes to it
+whatever the batch size (the others go to the CUDA decoder in both), so preview == training. The
+exported module takes ``hw_decoder_load`` to trade that exactness for the split's throughput."""

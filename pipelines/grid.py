@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .engine import Render
+from .display import to_display
 from .preset import Preset
+from .render_result import Render
 
 LABEL_H = 14
 
@@ -25,19 +26,6 @@ def fired_label(render: Render, preset: Preset, image: int, draw: int) -> str:
         if rec.fired.get(i, True):
             names.append(step.op.split(".")[-1])
     return ", ".join(names) or "-"
-
-
-def to_display(img: np.ndarray) -> np.ndarray:
-    """An HWC uint8 view of a sample (the training tail may give CHW floats)."""
-    a = img
-    if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[2] not in (1, 3):
-        a = np.transpose(a, (1, 2, 0))
-    if a.dtype != np.uint8:
-        lo, hi = float(a.min()), float(a.max())
-        a = ((a - lo) / (hi - lo + 1e-12) * 255).astype(np.uint8)
-    if a.shape[2] == 1:
-        a = np.repeat(a, 3, axis=2)
-    return a
 
 
 def grid_image(render: Render, originals: list[np.ndarray], preset: Preset,

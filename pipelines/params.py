@@ -11,6 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Kind = Literal["float", "int", "bool", "enum"]
+Mode = Literal["fixed", "range", "choice"]
+FIXED: Mode = "fixed"
+RANGE: Mode = "range"
+CHOICE: Mode = "choice"
+"""How a value may be given: a literal, drawn per sample from a range (``{"uniform": ...}`` in a
+preset) or drawn per sample from a list (``{"choice": ...}``)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,30 @@ class Param:
     odd: bool = False
     random_default: tuple[float, float] | None = None
     dali_int: bool = False
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        """How a value may be given (:data:`FIXED` always). Only run-time parameters, which DALI
+        takes as per-sample argument inputs, can be drawn per sample: from a range when they
+        are numbers that need not be odd, from a list when they are numbers or booleans DALI
+        reads as integers. Preset validation, the widgets and the engine all read this."""
+        modes: list[Mode] = [FIXED]
+        if self.runtime and self.kind in ("float", "int") and not self.odd:
+            modes.append(RANGE)
+        if self.runtime and (self.kind in ("float", "int") or (self.kind == "bool"
+                                                                and self.dali_int)):
+            modes.append(CHOICE)
+        return tuple(modes)
+
+    @property
+    def per_sample(self) -> bool:
+        """Whether the value can differ from sample to sample in one built pipeline."""
+        return len(self.modes) > 1
+
+    @property
+    def decimals(self) -> int:
+        """Digits a value of this parameter is shown with (from its step)."""
+        return decimals(self.step) if self.kind == "float" else 0
 
     @property
     def dtype(self) -> str:
@@ -109,6 +139,13 @@ class Param:
         }
 
 
+def decimals(step: float | None) -> int:
+    """Digits a value on a grid of ``step`` needs (0.005 -> 3, 0.1 -> 1, 1 -> 0; at most 6)."""
+    if not step or step >= 1:
+        return 0
+    return min(6, max(0, math.ceil(-math.log10(step) - 1e-9)))
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
@@ -141,13 +178,15 @@ def interp(default: str = "linear", runtime: bool = False, cubic: bool = False) 
     )
 
 
-def fill(default: float = 0.0, runtime: bool = False, name: str = "fill_value") -> Param:
-    """Grey level (0-255) written where the transform uncovers pixels."""
+def fill(default: float = 0.0, runtime: bool = False, name: str = "fill_value",
+         doc: str = "Grey level for uncovered pixels") -> Param:
+    """Grey level (0-255) written where the transform uncovers pixels (or, with ``doc``, that
+    an operator paints, e.g. erase's box)."""
     return Param(
         name,
         "float",
         default,
-        "Grey level for uncovered pixels",
+        doc,
         bounds=(0, 255),
         slider=(0, 255),
         step=1,

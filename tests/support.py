@@ -12,6 +12,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, OpSpec
 from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.params import RANGE
 from dali_gallery.pipelines.preset import Preset, load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def random_value(spec: OpSpec) -> dict[str, Any]:
     if spec.magnitude is None:
         return {}
     p = spec.param(spec.magnitude)
-    if not p.runtime or p.odd or p.kind not in ("float", "int"):
+    if RANGE not in p.modes:
         return {}
     lo, hi = p.random_default or p.slider or p.bounds
     return {p.name: {"uniform": [lo, hi]}}

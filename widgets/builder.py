@@ -22,7 +22,14 @@ from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.device import describe, resolve
 from dali_gallery.pipelines.export import export_code, preset_from_module
 from dali_gallery.pipelines.images import ImageProblem
-from dali_gallery.pipelines.preset import Preset, PresetError, load
+from dali_gallery.pipelines.preset import (
+    Preset,
+    PresetError,
+    cut,
+    document_text,
+    load,
+    parse_document,
+)
 
 from . import style
 from .autosave import Autosave
@@ -320,17 +327,19 @@ class Builder:
             self.export.show_problems("preset name", e.problems)
 
     def _preset_file(self, data: bytes, name: str) -> list[str]:
+        """An uploaded preset or exported module: a document, never a path on the server."""
+        shown = cut(name, 80)  # the browser's file name: data, and bounded
         try:
-            text = data.decode("utf-8")
-            preset = preset_from_module(text) if name.endswith(".py") else load(text)
+            if name.lower().endswith(".py"):
+                preset = preset_from_module(document_text(data, shown))
+            else:
+                preset = parse_document(data, self.catalog, origin=shown)
             self.model.replace(preset)
-        except UnicodeDecodeError:
-            problems = [f"{name}: not UTF-8 text"]
         except PresetError as e:
             problems = list(e.problems)
         else:
             problems = []
-        self.export.show_problems(f"could not load {name}; the pipeline was not changed",
+        self.export.show_problems(f"could not load {shown}; the pipeline was not changed",
                                   problems)
         return problems
 
@@ -365,14 +374,15 @@ class Builder:
     def _offer_restore(self) -> None:
         if self.autosave is None:
             return
-        preset, text = self.autosave.saved(self.catalog)
+        found = self.autosave.restorable(self.catalog)
+        preset = found.preset
         if preset is not None and preset.to_dict() != self.model.preset.to_dict():
             self._restorable = preset  # kept: the first edit here overwrites the file
-            self.restore_button.description = f"restore autosaved pipeline ({text})"
+            self.restore_button.description = f"restore autosaved pipeline ({found.message})"
             self.restore_button.tooltip = str(self.autosave.path)
             self.restore_button.layout.display = None
-        elif text:  # unreadable: say so (it is overwritten only after an edit)
-            self.notice.value = escape(text)
+        elif found.problem:  # moved aside or autosave off: say so in the toolbar
+            self.notice.value = escape(found.message)
 
     def _save(self) -> None:
         if self.autosave is None:

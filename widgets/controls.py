@@ -36,7 +36,6 @@ from .param_values import (
     parse_choice,
     slider_range,
     tooltip,
-    value_modes,
 )
 
 MODE_LABELS = {FIXED: "fixed", RANGE: "range", CHOICE: "list"}
@@ -67,7 +66,7 @@ class ParamControl:
         self._value = value
         self._quiet = False
         self.error_message = ""
-        self.modes = value_modes(p)
+        self.modes = p.modes
         tip = tooltip(p)
         unit = f' <span class="dg-unit" style="opacity:.65">{escape(p.unit)}</span>' \
             if p.unit else ""

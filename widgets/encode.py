@@ -10,26 +10,16 @@ import io
 import time
 
 import numpy as np
-from PIL import Image
 
-from dali_gallery.pipelines.grid import to_display
+from dali_gallery.pipelines.display import encode_image, to_display
 
 JPEG_QUALITY = 90
 
 
 def encode(array: np.ndarray, fmt: str = "jpeg", max_side: int | None = None) -> bytes:
-    """JPEG or PNG bytes of one HWC (or CHW float, via ``to_display``) image."""
-    img = Image.fromarray(to_display(array))
-    if max_side is not None and max(img.size) > max_side:
-        img.thumbnail((max_side, max_side), Image.Resampling.BILINEAR)
-    buf = io.BytesIO()
-    if fmt == "jpeg":
-        img.save(buf, "JPEG", quality=JPEG_QUALITY)
-    elif fmt == "png":
-        img.save(buf, "PNG", compress_level=1)
-    else:
-        raise ValueError(f"image format {fmt!r} is not allowed; expected 'jpeg' or 'png'")
-    return buf.getvalue()
+    """JPEG or PNG bytes of one HWC (or CHW float) image, at most ``max_side`` on a side."""
+    fit = (max_side, max_side) if max_side is not None else None
+    return encode_image(array, fmt, quality=JPEG_QUALITY, fit=fit)
 
 
 def encode_all(arrays: list[np.ndarray], fmt: str = "jpeg",

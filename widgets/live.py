@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as w
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
-from dali_gallery.pipelines.engine import StepError
+from dali_gallery.pipelines.engine import MAX_BATCH, StepError
 from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.pipelines.preset import Preset
 
@@ -34,6 +34,8 @@ from .ui_thread import UI
 
 log = logging.getLogger(__name__)
 SIZE_VALUES = tuple(v for _, v in SIZES)
+MAX_IMAGES = MAX_BATCH // MAX_DRAWS
+"""Most images (rows) a preview may show: at any number of draws they fit in one render."""
 ErrorSink = Callable[[int | None, str | None], None]
 """``(step, message)``: show ``message`` on step ``step``; ``(None, None)`` clears all."""
 
@@ -44,6 +46,14 @@ def check_size(size: int) -> int:
     return size
 
 
+def check_count(field: str, value: int, lo: int, hi: int) -> int:
+    """``value`` when it is a whole number in [lo, hi]; else a ValueError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{field} {value!r} is not allowed; expected a whole number from {lo} "
+                         f"to {hi}")
+    return value
+
+
 class LivePreview:
     """Preview grid + inspector + status line, fed by renders of the current preset."""
 
@@ -52,14 +62,14 @@ class LivePreview:
                  picker: Picker, current: Callable[[], Preset],
                  on_seed: Callable[[str, Any], None], on_errors: ErrorSink,
                  on_idle: Callable[[], None], lock: threading.RLock) -> None:
+        self.max_images = check_count("max_images", max_images, 1, MAX_IMAGES)
+        self.draws = check_count("draws", draws, 1, MAX_DRAWS)
+        self.count = self.max_images
+        self.size = check_size(size)
         self.catalog = catalog
         self.renderer = PreviewRenderer(device, catalog)
         self.engine = self.renderer.engine
         self.device = self.engine.device
-        self.max_images = max(1, int(max_images))
-        self.draws = max(1, min(int(draws), MAX_DRAWS))
-        self.count = self.max_images
-        self.size = check_size(size)
         self.source: ImageSource | None = None
         self.picker = picker
         self._current = current
@@ -111,10 +121,9 @@ class LivePreview:
         return problems, replaced
 
     def set_view(self, draws: int | None = None, count: int | None = None) -> None:
-        if draws is not None:
-            self.draws = max(1, min(int(draws), MAX_DRAWS))
-        if count is not None:
-            self.count = max(1, min(int(count), self.max_images))
+        draws = self.draws if draws is None else check_count("draws", draws, 1, MAX_DRAWS)
+        count = self.count if count is None else check_count("count", count, 1, self.max_images)
+        self.draws, self.count = draws, count
         self.grid.set_values(draws=self.draws, count=(self.count, self._available()))
         self.request()
 
@@ -245,8 +254,9 @@ class LivePreview:
     def _show_error(self, error: Exception, request: RenderRequest, version: int) -> None:
         self.last_error = error
         self._error_version = version
-        step = getattr(error, "step", None)
-        message = getattr(error, "detail", None) or f"{type(error).__name__}: {error}"
+        step = error.step if isinstance(error, StepError) else None
+        message = (error.detail if isinstance(error, StepError) and error.detail
+                   else f"{type(error).__name__}: {error}")
         steps = request.preset.steps
         if isinstance(step, int) and 0 <= step < len(steps):
             self._on_errors(step, message)

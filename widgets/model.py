@@ -76,9 +76,7 @@ class ChainModel:
                  probability: float = 1.0, at: int | None = None) -> int:
         """Insert a step (at the end by default) with defaults overridden by ``params``."""
         if op not in self.catalog:
-            near = [n for n in self.catalog if op.split(".")[-1] in n][:5]
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise PresetError([f"unknown operator {op!r}{hint}"])
+            raise PresetError([f"unknown operator {op!r}{self.catalog.suggest(op)}"])
         index = len(self) if at is None else self._check_index(at, insert=True)
         step = new_step(op, self.catalog)
         data = self._data()

@@ -1,7 +1,7 @@
 """What a parameter value may be, derived from its :class:`Param` declaration (no widgets).
 
-The rules mirror preset validation: only run-time numeric parameters can be drawn per sample
-from a range, and run-time numbers or DALI-integer booleans from a list. Slider ranges come from
+How a value may be given (fixed, a per-sample range or list) is :attr:`Param.modes`, the rule
+preset validation applies too; the widgets read the mode of a value here. Slider ranges come from
 the catalog and widen to show any value a preset holds, never beyond the bounds.
 """
 
@@ -10,21 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dali_gallery.pipelines.params import Param
+from dali_gallery.pipelines.params import CHOICE, FIXED, RANGE, Param, decimals
 from dali_gallery.pipelines.preset import Choice, Uniform
-
-FIXED, RANGE, CHOICE = "fixed", "range", "choice"
-
-
-def value_modes(p: Param) -> tuple[str, ...]:
-    """How a value may be given: fixed always; a per-sample range or choice only for run-time
-    parameters DALI accepts as per-sample inputs (the preset validation rules)."""
-    modes = [FIXED]
-    if p.runtime and p.kind in ("float", "int") and not p.odd:
-        modes.append(RANGE)
-    if p.runtime and (p.kind in ("float", "int") or (p.kind == "bool" and p.dali_int)):
-        modes.append(CHOICE)
-    return tuple(modes)
 
 
 def mode_of(value: Any) -> str:
@@ -49,16 +36,9 @@ def tooltip(p: Param) -> str:
         parts.append(f"no effect at {fmt_number(p.neutral)}")
     if p.odd:
         parts.append("odd values only")
-    if len(value_modes(p)) > 1:
+    if p.per_sample:
         parts.append("fixed or drawn per sample")
     return "; ".join(parts)
-
-
-def decimals(step: float | None) -> int:
-    """Digits a slider shows for its step (0.005 -> 3, 1 -> 0)."""
-    if not step or step >= 1:
-        return 0
-    return min(6, max(0, math.ceil(-math.log10(step) - 1e-9)))
 
 
 def slider_range(p: Param, values: tuple[float, ...] = ()) -> tuple[float, float]:

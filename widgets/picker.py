@@ -23,20 +23,12 @@ ALL = "all"
 SUBMIT_DELAY_S = 0.3
 
 
-def unavailable_reason(spec: OpSpec, device: str) -> str:
-    """Why ``spec`` cannot be previewed on ``device`` ("" when it can)."""
-    if device in spec.devices:
-        return ""
-    why = spec.gpu_reason or f"DALI implements it only on {', '.join(sorted(spec.devices))}"
-    return f"not available on {device.upper()}: {why}"
-
-
 class PickerItem:
     """One operator row."""
 
     def __init__(self, spec: OpSpec, device: str, on_add: Callable[[str], None]) -> None:
         self.spec = spec
-        self.reason = unavailable_reason(spec, device)
+        self.reason = spec.unavailable_on(device) or ""
         self.thumb = style.classed(w.Image(format="jpeg", layout=w.Layout(
             width="48px", height="48px", min_width="48px")), style.PICKER_THUMB)
         note = (f'<div class="{style.ERROR}" style="font-size:11px">{escape(self.reason)}</div>'

@@ -14,13 +14,14 @@ from typing import Any
 
 import ipywidgets as w
 
+from dali_gallery.pipelines.images import ORIGINAL_SIZE, PREVIEW_SIZES
+
 from . import style
 
 SIZES: tuple[tuple[str, int], ...] = (
-    ("128 px", 128), ("192 px", 192), ("256 px", 256), ("384 px", 384), ("512 px", 512),
-    ("original", 0),
-)
-"""Longest image side the preview decodes to; 0 = original size (exact export parity)."""
+    *((f"{s} px", s) for s in PREVIEW_SIZES), ("original", ORIGINAL_SIZE))
+"""Longest image side the preview decodes to (:data:`pipelines.images.PREVIEW_SIZES`); 0 =
+original size (exact export parity)."""
 MAX_DRAWS = 8
 TILE_PX = 168
 PARITY_NOTE = ("Draw 0 of every image is exactly the first batch of the exported pipeline "

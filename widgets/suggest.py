@@ -13,7 +13,7 @@ from typing import Any
 from dali_gallery.pipelines.catalog import OpSpec
 from dali_gallery.pipelines.preset import Uniform
 
-from .param_values import RANGE, value_modes
+from .param_values import RANGE
 
 
 def suggested_params(spec: OpSpec) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def suggested_params(spec: OpSpec) -> dict[str, Any]:
     if spec.magnitude is None:
         return {}
     p = spec.param(spec.magnitude)
-    if p.random_default is None or RANGE not in value_modes(p):
+    if p.random_default is None or RANGE not in p.modes:
         return {}
     lo, hi = p.random_default
     if p.check(p.coerce(lo)) or p.check(p.coerce(hi)) or not lo < hi:

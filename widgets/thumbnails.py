@@ -22,8 +22,8 @@ from dali_gallery.pipelines.preset import Preset, new_step
 from .encode import encode
 
 THUMB_INPUT_PX = 256
-"""Thumbnails render on the first image at preview size, so size-dependent operators (crop,
-paste, grid_mask) look as they will in the preview; the result is shrunk for display."""
+"""Thumbnails render on the first image at preview size, so size-dependent operators (crops,
+pastes, masks on a grid) look as they will in the preview; the result is shrunk for display."""
 THUMB_PX = 96
 _CACHE: dict[tuple[str, str, str], bytes] = {}
 _CACHE_LOCK = threading.Lock()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
+from . import auto_aug, color, custom, distortion, filters, geometry, masks, noise
 
 
 def all_ops() -> list[OpSpec]:
-    from . import auto_aug, color, distortion, filters, geometry, masks, noise
-
+    """Every shipped entry, in the order the picker and the gallery list them."""
     ops: list[OpSpec] = []
-    for module in (geometry, color, filters, noise, masks, distortion, auto_aug):
+    for module in (geometry, color, filters, noise, masks, distortion, auto_aug, custom):
         ops.extend(module.OPS)
     return ops

@@ -1,12 +1,15 @@
 """DALI's auto_aug augmentations as single steps, and whole policies as steps.
 
 Single augmentations are driven by a magnitude bin exactly as in RandAugment: the parameter is
-``mag_to_param(linspace(*mag_range, 31)[bin])``, negated at random for signed ones.
+``mag_to_param(linspace(*mag_range, 31)[bin])``, negated at random for signed ones. Bin 0 is the
+weakest (the identity) and the effect grows with the bin. ``mag_range`` is DALI's default except
+where ``_MAG_RANGE`` says otherwise: DALI's default posterize range (0, 4) counts kept bits, so
+its bin 0 keeps 1 bit (the strongest) and higher bins get weaker; RandAugment's (8, 4) is used.
 """
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param, magnitude_bin
 
 _SIGNED = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness",
@@ -24,13 +27,17 @@ _DOCS = {
     "contrast": "PIL-style contrast enhance, factor 1 +- 0.9.",
     "color": "PIL-style colour (saturation) enhance, factor 1 +- 0.9.",
     "sharpness": "PIL-style sharpness enhance, factor 1 +- 0.9.",
-    "posterize": "Keep only the top bits of each channel (up to 4 bits dropped).",
+    "posterize": "Keep the top bits of each channel: all 8 at bin 0 down to 4 at bin 30 "
+                 "(the RandAugment range).",
     "solarize": "Invert pixels above a threshold that falls from 256 to 0.",
     "solarize_add": "Add up to 110 to pixels below 128.",
     "invert": "Invert all pixels (255 - x).",
     "equalize": "Histogram equalisation (auto_aug variant).",
     "auto_contrast": "Stretch each channel to the full range.",
 }
+
+_MAG_RANGE = {"posterize": (8, 4)}
+"""Magnitude ranges that replace DALI's default (as ``augmentation(mag_range=...)``)."""
 
 _NEGATE = Param("random_sign", "bool", True, "Negate the magnitude at random (half the samples)")
 _SHAPE = {"translate_x": ", shape={x}.shape()", "translate_y": ", shape={x}.shape()"}
@@ -43,11 +50,14 @@ def _single(name: str) -> OpSpec:
     signed = name in _SIGNED
     sign = "{random_sign}, {seed}" if signed else "False, 0"
     params = (magnitude_bin(), _NEGATE) if signed else (magnitude_bin(),)
+    aug = f"augmentations.{name}"
+    if name in _MAG_RANGE:
+        aug += f".augmentation(mag_range={_MAG_RANGE[name]})"
     return OpSpec(
         f"auto_aug.{name}",
         "auto-augment",
         _DOCS[name],
-        f"augmentations.{name}({{x}}, magnitude_bin=_bin({{magnitude_bin}}, {sign}), "
+        f"{aug}({{x}}, magnitude_bin=_bin({{magnitude_bin}}, {sign}), "
         f"num_magnitude_bins=31{_SHAPE.get(name, '')})",
         params,
         magnitude="magnitude_bin",

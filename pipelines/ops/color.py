@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param, factor, hue_shift
 
 _SHIFT = Param("brightness_shift", "float", 0.0, "Additive shift (fraction of 255)",
@@ -119,5 +119,6 @@ OPS = [
         ),
         magnitude="clip_limit",
         schema="Clahe",
+        checkpoints=False,  # DALI: "Checkpointing is not implemented for this operator"
     ),
 ]

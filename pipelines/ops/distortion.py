@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param, fill, interp
 
 OPS = [
@@ -14,10 +14,11 @@ OPS = [
         "phase_x={phase_x}, phase_y={phase_y}, fill_value={fill_value}, "
         "interp_type={interp_type})",
         (
+            # no neutral: one amplitude at 0 leaves the other axis rippling (both at 0 do not)
             Param("ampl_x", "float", 10.0, "Horizontal amplitude", bounds=(0, 200),
-                  slider=(0, 40), step=0.5, neutral=0.0, unit="px", dali_arg="ampl_x"),
+                  slider=(0, 40), step=0.5, unit="px", dali_arg="ampl_x"),
             Param("ampl_y", "float", 10.0, "Vertical amplitude", bounds=(0, 200),
-                  slider=(0, 40), step=0.5, neutral=0.0, unit="px", dali_arg="ampl_y"),
+                  slider=(0, 40), step=0.5, unit="px", dali_arg="ampl_y"),
             Param("freq_x", "float", 0.049087, "Horizontal frequency", bounds=(0, 2),
                   slider=(0, 0.3), step=0.001, unit="rad/px", dali_arg="freq_x"),
             Param("freq_y", "float", 0.049087, "Vertical frequency", bounds=(0, 2),
@@ -43,11 +44,12 @@ OPS = [
     OpSpec(
         "jitter",
         "distortion",
-        "Random per-pixel jitter within a neighbourhood.",
+        "Random per-pixel jitter: each pixel moves by up to nDegree/2 along x and y.",
         "fn.jitter({x}, nDegree={nDegree}, fill_value={fill_value}, seed={seed})",
         (
-            Param("nDegree", "int", 2, "Neighbourhood radius", bounds=(1, 64), slider=(1, 16),
-                  step=1, unit="px", dali_arg="nDegree"),
+            # DALI: "Each pixel is moved by a random amount in the [-nDegree/2, nDegree/2] range"
+            Param("nDegree", "int", 2, "Width of the displacement range (+-nDegree/2)",
+                  bounds=(1, 64), slider=(1, 16), step=1, unit="px", dali_arg="nDegree"),
             fill(),
         ),
         devices=frozenset({"gpu"}),

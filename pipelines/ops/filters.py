@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param
 
 _KERNELS = {
     "sharpen": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]],
     "emboss": [[-2, -1, 0], [-1, 1, 1], [0, 1, 2]],
     "box_blur": [[1 / 9] * 3] * 3,
+    # a horizontal line of 7 taps of 1/7 in a 7x7 kernel: 7-pixel horizontal motion blur
     "motion_blur": [[0.0] * 7] * 3 + [[1 / 7] * 7] + [[0.0] * 7] * 3,
     "outline": [[-1, -1, -1], [-1, 8, -1], [-1, -1, -1]],
 }
@@ -30,13 +31,16 @@ OPS = [
     OpSpec(
         "laplacian",
         "blur/filter",
-        "Laplacian edge response (saturated to 0-255).",
+        "Laplacian edge response (saturated to 0-255; it has no neutral value).",
         "fn.laplacian({x}, window_size={window_size}, scale={scale})",
         (
-            Param("window_size", "int", 3, "Kernel size", bounds=(1, 23), slider=(1, 9), step=2,
-                  odd=True, unit="px", runtime=True, dali_arg="window_size"),
-            Param("scale", "float", 1.0, "Response scale", bounds=(0, 100), slider=(0, 4),
-                  step=0.01, neutral=0.0, runtime=True, dali_arg="scale"),
+            # DALI: "Window size must be odd and between 3 and 23"
+            Param("window_size", "int", 3, "Derivative window size", bounds=(3, 23),
+                  slider=(3, 9), step=2, odd=True, unit="px", runtime=True,
+                  dali_arg="window_size"),
+            # scale 0 is a black image, not the input: the slider starts above it
+            Param("scale", "float", 1.0, "Response scale", bounds=(0, 100), slider=(0.25, 4),
+                  step=0.01, runtime=True, dali_arg="scale"),
         ),
         magnitude="scale",
         schema="Laplacian",
@@ -44,10 +48,11 @@ OPS = [
     OpSpec(
         "filter",
         "blur/filter",
-        "Convolve with a named kernel (sharpen, emboss, box or motion blur, outline).",
+        "Correlate with a named kernel: 3x3 sharpen, emboss, box blur, outline; 7-px motion blur.",
         "fn.filter({x}, {kernel}, border={border})",
         (
-            Param("kernel", "enum", "sharpen", "Convolution kernel", choices=tuple(_KERNELS),
+            Param("kernel", "enum", "sharpen", "Kernel: 3x3, except motion_blur (a horizontal "
+                  "7-pixel line of 1/7 each)", choices=tuple(_KERNELS),
                   codes={k: f"_const({v!r})" for k, v in _KERNELS.items()}),
             Param("border", "enum", "reflect_101", "How borders are extended",
                   choices=("reflect_101", "reflect_1001", "wrap", "clamp", "constant"),

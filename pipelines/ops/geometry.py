@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..catalog import Constraint, OpSpec
+from ..canvas import Fixed, Grow, Rotated, Shorter
+from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
 
 _SIZE = dict(bounds=(8, 4096), slider=(32, 512), step=1, unit="px")
@@ -25,6 +26,7 @@ OPS = [
         ),
         magnitude="angle",
         schema="Rotate",
+        canvas=Rotated("angle", "keep_size"),
         signed=True,
     ),
     OpSpec(
@@ -95,6 +97,7 @@ OPS = [
         ),
         magnitude="resize_shorter",
         schema="Resize",
+        canvas=Shorter("resize_shorter"),
     ),
     OpSpec(
         "crop",
@@ -117,6 +120,7 @@ OPS = [
         ),
         magnitude="crop_pos_x",
         schema="Crop",
+        canvas=Fixed("crop_h", "crop_w"),
     ),
     OpSpec(
         "random_resized_crop",
@@ -140,6 +144,7 @@ OPS = [
         ),
         magnitude="area_min",
         schema="RandomResizedCrop",
+        canvas=Fixed("size", "size"),
         constraints=(
             Constraint(("area_min", "area_max"), lambda v: v["area_min"] <= v["area_max"],
                        "area_min must not exceed area_max"),
@@ -166,5 +171,6 @@ OPS = [
         ),
         magnitude="ratio",
         schema="Paste",
+        canvas=Grow("ratio"),
     ),
 ]

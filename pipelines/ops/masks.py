@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param, fill, unit_interval
 
 OPS = [
@@ -21,7 +21,7 @@ OPS = [
                           random_default=(0.1, 0.4), dali_arg=None),
             unit_interval("box_h", 0.3, "Box height (fraction of the image)", neutral=0.0,
                           random_default=(0.1, 0.4), dali_arg=None),
-            fill(runtime=True),
+            fill(runtime=True, doc="Grey level painted inside the box"),
         ),
         magnitude="box_w",
         schema="Erase",
@@ -29,15 +29,19 @@ OPS = [
     OpSpec(
         "grid_mask",
         "erase/mask",
-        "GridMask: black out a regular grid of squares.",
+        "GridMask: black out a regular grid of squares (ratio 0 masks nothing).",
         "fn.grid_mask({x}, tile={tile}, ratio={ratio}, angle={angle}, shift_x={shift_x}, "
         "shift_y={shift_y})",
         (
             Param("tile", "int", 64, "Grid period", bounds=(1, 2048), slider=(4, 256), step=1,
                   unit="px", runtime=True, dali_arg="tile", random_default=(32, 96)),
-            unit_interval("ratio", 0.5, "Kept fraction of each tile side", neutral=1.0),
+            # DALI's ratio as it is: the black square's side over the tile's (1 = all black, so
+            # the slider stops short of it)
+            unit_interval("ratio", 0.5, "Black square side as a fraction of the tile",
+                          neutral=0.0, slider=(0, 0.9)),
+            # no neutral: the grid still masks at angle 0
             Param("angle", "float", 0.0, "Grid rotation", bounds=(-6.2832, 6.2832),
-                  slider=(-1.5708, 1.5708), step=0.01, neutral=0.0, unit="rad", runtime=True,
+                  slider=(-1.5708, 1.5708), step=0.01, unit="rad", runtime=True,
                   dali_arg="angle"),
             Param("shift_x", "float", 0.0, "Grid offset, horizontal", bounds=(-4096, 4096),
                   slider=(-128, 128), step=1, unit="px", runtime=True, dali_arg="shift_x"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import OpSpec
+from ..opspec import OpSpec
 from ..params import Param, unit_interval
 
 OPS = [
@@ -36,10 +36,12 @@ OPS = [
     OpSpec(
         "noise.shot",
         "noise",
-        "Poisson (shot) noise; larger factors are noisier.",
+        "Poisson (shot) noise: each event adds factor levels; larger factors are noisier.",
         "fn.noise.shot({x}, factor={factor}, seed={seed})",
-        (Param("factor", "float", 20.0, "Noise factor", bounds=(0, 1000), slider=(0, 100),
-               step=0.5, neutral=0.0, runtime=True, dali_arg="factor",
+        # no neutral (small factors come close to the input, never exactly) and 0 is refused:
+        # DALI documents factor 0 as the identity, but DALI 2.4's CPU operator returns black
+        (Param("factor", "float", 20.0, "Grey levels per Poisson event", bounds=(0.01, 1000),
+               slider=(0.5, 100), step=0.5, runtime=True, dali_arg="factor",
                random_default=(5, 40)),),
         magnitude="factor",
         schema="noise__Shot",

@@ -4,8 +4,10 @@ one paragraph and exit code 2 without a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from PIL import Image
 
 from dali_gallery.pipelines.catalog import CATALOG
+from tests.hostile import EXPECTED, absurd_documents
 from tests.support import SAMPLES, preset_dict
 
 PRESET = preset_dict([
@@ -125,3 +128,52 @@ def test_bench_quick_reports_ratios():
         assert row["engine_ms"] > 0 and row["bare_dali_ms"] > 0
         assert row["ratio"] == pytest.approx(row["engine_ms"] / row["bare_dali_ms"], rel=0.01)
     assert report["scrub"]["builds"] == 0
+
+
+# ---- absurd presets: exit 2 with one bounded paragraph, for every command taking a preset -----
+
+PRESET_COMMANDS = {
+    "export": lambda preset, tmp: ["export", preset, "-o", str(tmp / "x.py")],
+    "render": lambda preset, tmp: ["render", preset, "--images", str(SAMPLES), "--device", "cpu",
+                                   "--out", str(tmp / "g.png")],
+}
+
+
+def assert_one_paragraph(out: subprocess.CompletedProcess, needle: str) -> None:
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
+    err = out.stderr
+    assert "Traceback" not in err and out.stdout == ""
+    assert err.startswith("dali-gallery: ") and len(err) < 5000, err[:2000]
+    assert all(line.strip() for line in err.rstrip("\n").split("\n")), err  # no blank line
+    assert needle in " ".join(err.split()), err
+
+
+@pytest.mark.parametrize("command", sorted(PRESET_COMMANDS))
+@pytest.mark.parametrize("case", sorted(absurd_documents()))
+def test_an_absurd_preset_is_one_paragraph_and_exit_2(tmp_path, command, case):
+    """OverflowError, RecursionError (json, deepcopy) and minute-long megabyte messages."""
+    path = tmp_path / f"{case}.json"
+    path.write_bytes(absurd_documents()[case])
+    start = time.perf_counter()
+    out = cli(*PRESET_COMMANDS[command](str(path), tmp_path), timeout=120)
+    assert_one_paragraph(out, EXPECTED[case])
+    assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize("command", sorted(PRESET_COMMANDS))
+def test_a_fifo_device_or_folder_as_preset_is_refused_without_reading(tmp_path, command):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes: never
+    for target, kind in ((fifo, "is a FIFO (named pipe)"), (tmp_path, "is a directory"),
+                         (Path("/dev/zero"), "is a character device")):
+        out = cli(*PRESET_COMMANDS[command](str(target), tmp_path), timeout=60)
+        assert_one_paragraph(out, f"preset file {str(target)!r} {kind}, not a regular file")
+
+
+def test_a_tail_that_fails_later_is_refused_by_export(tmp_path):
+    path = tmp_path / "tail.json"
+    path.write_text(json.dumps(preset_dict([], output={"resize_shorter": 128,
+                                                       "crop": [224, 224]})))
+    out = cli("export", str(path), "-o", str(tmp_path / "x.py"))
+    assert_one_paragraph(out, "output: crop [224, 224] is not allowed with resize_shorter 128")
+    assert not (tmp_path / "x.py").exists()

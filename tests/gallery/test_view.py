@@ -17,6 +17,7 @@ from dali_gallery.gallery.view import GalleryView, slug
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.images import collect
 from dali_gallery.pipelines.params import Param
 from tests.support import CPU_OPS, GPU_ONLY_OPS, SAMPLES
 
@@ -94,6 +95,7 @@ def test_gpu_only_operators_are_explained_on_cpu(full):
         result = full.results[op]
         assert not result.tiles and result.error is None
         assert "GPU only" in result.unavailable and CATALOG[op].gpu_reason in result.unavailable
+        assert result.unavailable.startswith(CATALOG[op].unavailable_on("cpu"))
         row = full.row(op)
         notes = [w for w in row.widget.children if "dg-gallery-gpu-only" in w._dom_classes]
         assert notes and "GPU only" in notes[0].value
@@ -181,6 +183,8 @@ def test_switching_images_cancels_the_outdated_render(squares, monkeypatch):
     assert sorted(new) == sorted(view.visible)
     assert 1 <= len(old) <= 3, f"the outdated render went on: {old}"
     assert len(calls) == len(old) + n
+    assert view.scheduler.stats.worker == "dali-gallery-gallery"  # the widgets' scheduler
+    assert view.scheduler.stats.superseded + view.scheduler.stats.stale >= 1
     view.close()
 
 
@@ -210,6 +214,23 @@ def test_bad_files_are_reported_and_good_ones_still_shown(tmp_path):
     view.set_images([("notes.txt", b"hello")])
     assert view.wait_idle(60)
     assert "notes.txt" in view.status.value and "dg-error" in view.status.value
+    view.close()
+
+
+def test_the_file_limit_notice_is_left_out_by_its_flag_not_its_wording(tmp_path):
+    (tmp_path / "a_broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    for k, src in enumerate(sorted(SAMPLES.glob("*.jpg")) * 2):
+        (tmp_path / f"b{k:02d}.jpg").write_bytes(src.read_bytes())
+    view = GalleryView(device="cpu", size=128, max_images=2)  # reads at most 8 files
+    view.search.value = "hue"
+    problems = view.set_images(tmp_path)
+    assert view.wait_idle(60)
+    _, raw = collect(tmp_path, max_files=8)
+    assert [p.over_limit for p in raw] == [True]  # what the view was given and left out
+    assert problems == []
+    assert [p.name for p in view.problems] == ["a_broken.jpg"]  # found when decoding
+    assert "only 8 images" not in view.status.value
+    assert view.results["hue"].ok and len(view.engine.names) == 2
     view.close()
 
 

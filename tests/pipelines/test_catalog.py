@@ -11,7 +11,8 @@ from nvidia.dali import backend
 
 from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
-from tests.support import CPU_OPS, GPU_ONLY_OPS, one_step, random_value
+from dali_gallery.pipelines.preset import PresetError, load
+from tests.support import CPU_OPS, GPU_ONLY_OPS, one_step, preset_dict, random_value
 
 ALL = list(CATALOG)
 
@@ -140,3 +141,35 @@ def test_gpu_only_operator_is_reported_unavailable_on_cpu(engine, name):
         engine.render(one_step(name))
     assert err.value.step == 0 and err.value.op == name
     assert "GPU" in str(err.value)
+
+
+# ---- bounds are what DALI accepts ----------------------------------------------------------------
+
+BOUNDED = [(name, p.name) for name in CPU_OPS for p in CATALOG[name].params
+           if p.kind in ("float", "int") and p.bounds is not None]
+
+
+@pytest.mark.parametrize(("name", "param"), BOUNDED)
+def test_every_bound_is_a_value_dali_accepts(engine, name, param):
+    """A value the declaration allows either renders or is refused when the preset is loaded,
+    never inside DALI at render time (reported: laplacian window_size 1 passed validation)."""
+    p = CATALOG[name].param(param)
+    for value in p.bounds:
+        if p.odd:
+            assert int(value) % 2 == 1, f"{name}.{param}: bound {value} is not odd"
+        try:
+            preset = load(preset_dict([{"op": name, "params": {param: p.coerce(value)}}]))
+        except PresetError:
+            continue  # refused by the loader, with the rule it broke (e.g. area_min <= area_max)
+        render = engine.render(preset)
+        assert all(img.dtype == np.uint8 and img.ndim == 3 for img in render.images)
+
+
+@pytest.mark.parametrize(("value", "why"), [(1, "allowed range is [3, 23]"),
+                                            (25, "allowed range is [3, 23]"), (4, "must be odd")])
+def test_laplacian_window_dali_rejects_is_refused_by_the_preset_loader(value, why):
+    # DALI: "Window size must be odd and between 3 and 23"; 1 used to reach DALI and fail there
+    with pytest.raises(PresetError) as err:
+        load(preset_dict([{"op": "laplacian", "params": {"window_size": value}}]))
+    text = str(err.value)
+    assert "laplacian" in text and "window_size" in text and str(value) in text and why in text

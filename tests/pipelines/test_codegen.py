@@ -74,3 +74,26 @@ def test_redefining_a_custom_operator_gives_its_new_source():
     finally:
         unregister(CATALOG, "custom.test_redefined")
     assert "+ 1, 0, 255" in before and "+ 2, 0, 255" in after
+
+
+def test_the_module_records_the_lines_of_each_step():
+    """Each step's block, split over several lines by the formatter, is recorded as the lines
+    it occupies; the chain's return and the training tail belong to no step."""
+    steps = [{"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-9, 9]}}},
+             {"op": "custom.vignette", "params": {}},
+             {"op": "hue", "params": {"hue": 10.0}, "enabled": False},
+             {"op": "noise.gaussian", "params": {"stddev": 4.0}}]
+    preset = load(preset_dict(steps, output={"crop": [32, 32]}))
+    for _ in range(2):  # built, then served from the memo
+        code, chain = preview_module(preset, tail=True)
+        lines = code.splitlines()
+        assert sorted(chain.module_lines) == [0, 1, 3]
+        for step, block in chain.module_lines.items():
+            assert lines[block[0] - 1].strip().startswith(f"# step {step}: ")
+            assert len(block) > 2  # the formatter split the calls
+            assert all(chain.step_at(n) == step for n in block)
+            after = lines[block[-1]].strip()  # the line after the block
+            assert after.startswith(("# step", "return images"))
+        end = max(max(b) for b in chain.module_lines.values())
+        assert all(chain.step_at(n) is None for n in range(end + 1, len(lines) + 1))
+        assert all(chain.step_at(n) is None for n in range(1, min(chain.module_lines[0])))

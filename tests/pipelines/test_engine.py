@@ -218,3 +218,40 @@ def test_auto_aug_random_sign_switch(engine, op):
     positive = [fixed.tile(i, 0) for i in range(fixed.n_images) for _ in range(4)]
     same = [np.array_equal(t, p) for t, p in zip(tiles, positive, strict=True)]
     assert True in same and False in same, "a random sign should keep some samples, flip others"
+
+
+def test_a_failing_training_tail_is_not_blamed_on_a_step(engine):
+    """The step comes from the lines each step wrote (recorded by the code generator), so a
+    failure in ``finish`` (after the last step's block) names no step; reading the nearest
+    "# step N:" comment above the failing line blamed the last step."""
+    p = load(preset_dict([{"op": "hue", "params": {"hue": 10.0}}],
+                         output={"crop": [4000, 4000]}))
+    with pytest.raises(StepError) as err:
+        engine.render(p, tail=True)
+    assert err.value.step is None and err.value.op is None
+    assert "out of bounds" in str(err.value)
+    assert len(engine.render(chain()).images) == 3
+
+
+def test_an_operator_this_device_cannot_run_is_named_before_any_build(engine):
+    op = next(name for name, spec in CATALOG.items() if engine.device not in spec.devices)
+    builds = engine.builds
+    with pytest.raises(StepError) as err:
+        engine.render(load(preset_dict([{"op": "hue", "params": {}}, {"op": op, "params": {}}])))
+    assert err.value.step == 1 and err.value.op == op
+    assert err.value.detail.startswith(CATALOG[op].unavailable_on(engine.device))
+    assert engine.builds == builds
+
+
+def test_operators_dali_cannot_checkpoint_rebuild_instead(engine):
+    """``OpSpec.checkpoints`` decides whether the RNG state is restored or the pipeline rebuilt;
+    either way the same preset shows the same draw."""
+    op = next(name for name, spec in CATALOG.items() if not spec.checkpoints and spec.cpu)
+    p = load(preset_dict([{"op": op, "params": {}},
+                          {"op": "noise.gaussian", "params": {"stddev": 20.0}}]))
+    first = engine.render(p)
+    builds = engine.builds
+    again = engine.render(p)
+    assert again.built and engine.builds == builds + 1
+    for a, b in zip(first.images, again.images, strict=True):
+        np.testing.assert_array_equal(a, b)

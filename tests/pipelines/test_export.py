@@ -4,6 +4,8 @@ runnable as a script that writes the first batch."""
 from __future__ import annotations
 
 import ast
+import inspect
+import io
 import json
 import shutil
 import subprocess
@@ -13,12 +15,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.export import export_code, preset_from_module
 from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, preset_dict
+from dali_gallery.pipelines.replay import shard_preset
+from dali_gallery.pipelines.shards import EMBEDDED
+from tests.support import SAMPLES, import_export, preset_dict
 
 RUFF = shutil.which("ruff")
 FULL = preset_dict(
@@ -26,11 +31,12 @@ FULL = preset_dict(
     output={"resize_shorter": 256, "crop": [224, 224], "mean": [0.485, 0.456, 0.406],
             "std": [0.229, 0.224, 0.225], "mirror_probability": 0.5},
 )
-ALLOWED_IMPORTS = {"argparse", "os", "numpy", "nvidia.dali", "nvidia.dali.auto_aug",
+ALLOWED_IMPORTS = {"argparse", "json", "os", "numpy", "nvidia.dali", "nvidia.dali.auto_aug",
                    "nvidia.dali.auto_aug.core", "nvidia.dali.data_node"}
 TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "vignette", "cutout_colour",
              "_center", "_affine", "_perspective", "_const", "_bin",
              "augment", "finish", "flat_folder_files", "training_pipeline", "create_pipeline",
+             "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "batch_at",
              "main"}
 
 
@@ -71,7 +77,7 @@ def _assert_only_expected_statements(code: str) -> ast.Module:
         elif isinstance(node, ast.Assign):
             (target,) = node.targets
             assert isinstance(target, ast.Name)
-            assert target.id in {"SEED", "IMAGE_EXTENSIONS", "PRESET_JSON"}
+            assert target.id in {"SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS", "PRESET_JSON"}
             ast.literal_eval(node.value)
         elif isinstance(node, ast.FunctionDef):
             assert node.name in TOP_LEVEL
@@ -83,7 +89,7 @@ def _assert_only_expected_statements(code: str) -> ast.Module:
 
 
 def test_only_expected_statements_and_imports(full_code):
-    _assert_only_expected_statements(full_code)
+    _assert_embedded_functions_are_the_preview_s(_assert_only_expected_statements(full_code))
 
 
 NASTY = st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from([
@@ -111,6 +117,15 @@ def test_preset_content_cannot_inject_code(name, seed):
                         and isinstance(n.value, str) and n.value != code}
     again = preset_from_module(code)
     assert again.name == name and again.seed == seed
+    _assert_embedded_functions_are_the_preview_s(tree)
+
+
+def _assert_embedded_functions_are_the_preview_s(tree: ast.Module) -> None:
+    """The shard seed, shard check and folder listing are pipelines.shards' own functions."""
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for f in EMBEDDED:
+        own = ast.parse(inspect.getsource(f)).body[0]
+        assert ast.dump(defs[f.__name__]) == ast.dump(own), f.__name__
 
 
 def test_unknown_enum_values_never_reach_the_code():
@@ -168,3 +183,59 @@ def test_exported_json_is_the_preset(full_code):
     node = next(n for n in tree.body if isinstance(n, ast.Assign)
                 and n.targets[0].id == "PRESET_JSON")
     assert json.loads(ast.literal_eval(node.value)) == load(FULL).to_dict()
+
+
+SHARDED = preset_dict([
+    {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+    {"op": "hsv", "params": {"hue": {"uniform": [-40, 40]}}},
+    {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}},
+], seed=5)
+
+
+def _identical_images(folder, n: int) -> None:
+    """n copies of one small JPEG: shards of this folder read pixel-identical images."""
+    folder.mkdir()
+    buf = io.BytesIO()
+    Image.open(SAMPLES / "astronaut.jpg").resize((96, 96)).save(buf, "JPEG", quality=90)
+    for i in range(n):
+        (folder / f"same_{i}.jpg").write_bytes(buf.getvalue())
+
+
+def _first(module, folder, batch: int, shard_id: int, num_shards: int) -> list[np.ndarray]:
+    pipe = module.create_pipeline(str(folder), batch, num_threads=1, device_id=None,
+                                  shard_id=shard_id, num_shards=num_shards,
+                                  random_shuffle=False)
+    pipe.build()
+    images, _ = pipe.run()
+    out = [np.array(images[i]) for i in range(batch)]
+    del pipe
+    return out
+
+
+def test_each_shard_draws_its_own_augmentations(tmp_path):
+    """Regression (issue 12): with one seed, two shards of a folder of identical images
+    produced identical batches, so N GPUs trained on 1/N of the variety asked for."""
+    folder = tmp_path / "same"
+    _identical_images(folder, 4)
+    preset = load(SHARDED)
+    module = import_export(preset, tmp_path)
+    shard0, shard1 = _first(module, folder, 2, 0, 2), _first(module, folder, 2, 1, 2)
+    for a, b in zip(shard0, shard1, strict=True):
+        assert not np.array_equal(a, b)  # the same pixels in: only the draws differ
+    # shard 0 is unchanged: what one GPU trains on, and what the preview shows
+    for a, b in zip(shard0, _first(module, folder, 2, 0, 1), strict=True):
+        np.testing.assert_array_equal(a, b)
+    eng = PreviewEngine("cpu")
+    eng.set_images(folder)
+    eng.set_arrays(eng.images[:2], eng.names[:2])
+    for shard, batch in ((0, shard0), (1, shard1)):
+        render = eng.render(shard_preset(preset, shard))
+        for i in range(2):
+            np.testing.assert_array_equal(render.images[i], batch[i])
+    eng.close()
+
+
+def test_create_pipeline_refuses_a_shard_outside_the_job(tmp_path):
+    module = import_export(load(SHARDED), tmp_path)
+    with pytest.raises(ValueError, match="shard_id 2 is not allowed with num_shards 2"):
+        module.create_pipeline(str(SAMPLES), 2, device_id=None, shard_id=2, num_shards=2)

@@ -431,9 +431,13 @@ def test_stderr_is_restored(corpus: dict[str, CorpusEntry]) -> None:
 
 def test_never_any_data() -> None:
     """ANY_DATA kills the process on grayscale JPEGs (DALI 2.4 notes): it must never appear."""
-    src = Path(images_mod.__file__).read_text()
-    assert "ANY_DATA" not in src.replace("``output_type=types.ANY_DATA``", "")
-    assert "output_type=types.RGB" in src
+    import dali_gallery.pipelines.dataset_check as checker
+    import dali_gallery.pipelines.image_decode as decoding
+
+    for module in (decoding, checker):
+        src = Path(module.__file__).read_text()
+        assert "ANY_DATA" not in src.replace("``output_type=types.ANY_DATA``", "")
+        assert "output_type=types.RGB" in src
 
 
 def test_supported_extensions() -> None:

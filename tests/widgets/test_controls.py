@@ -19,7 +19,6 @@ from dali_gallery.widgets.param_values import (
     describe_value,
     slider_range,
     tooltip,
-    value_modes,
 )
 from tests.support import preset_dict
 
@@ -70,7 +69,7 @@ def test_every_parameter_gets_a_control_matching_its_declaration(op, p):
 def test_offered_modes_are_exactly_what_presets_accept(op, p):
     """The widget offers a per-sample range / list exactly where preset validation (and so
     DALI) accepts one."""
-    modes = value_modes(p)
+    modes = p.modes
     if p.kind in ("float", "int"):
         rng = Uniform(*default_range(p, float(p.default), None))
         assert validates(op, p.name, rng) == (RANGE in modes)
@@ -152,7 +151,7 @@ def test_choice_list_parses_and_reports_bad_items():
 
 def test_odd_parameter_steps_by_two_and_offers_a_list_not_a_range():
     c, _ = control("laplacian", "window_size")
-    assert value_modes(c.param) == (FIXED, CHOICE)
+    assert c.param.modes == (FIXED, CHOICE)
     assert c.fixed.step == 2 and c.fixed.min % 2 == 1
 
 

@@ -30,6 +30,7 @@ def test_gpu_only_operators_are_visible_but_disabled_with_the_reason_on_cpu(buil
         assert "dg-picker-item-disabled" in item.widget._dom_classes
         reason = CATALOG[name].gpu_reason
         assert reason and reason in item.add.tooltip and reason in item.text.value
+        assert item.reason == CATALOG[name].unavailable_on("cpu")  # the engine's words too
     assert not builder.picker.items["rotate"].add.disabled
 
 

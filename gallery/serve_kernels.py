@@ -1,0 +1,87 @@
+"""The served app's kernels: no TCP port races, and a page that says so when a kernel dies.
+
+Every page load starts a kernel. Over TCP, jupyter_client picks free ports in the server and
+the kernel binds them a moment later; kernels starting together race for them (twelve pages
+opened at once: one kernel died with "ZMQError: Address already in use"). ``dali-gallery
+serve`` therefore runs kernels with ``--KernelManager.transport=ipc`` (``serve.voila_command``):
+Unix sockets beside the connection files in the private folder Voilà makes for them with
+``mkdtemp`` (mode 0700, removed when the server stops), so there are no ports to race for.
+
+A kernel that dies while starting used to leave its page spinning for good: Voilà 0.5.13 waits
+for the kernel inside the page's generator, the failure ends that task, and the handler keeps
+sending heartbeats forever. :class:`GalleryKernelManager` waits for the kernel's first
+kernel_info reply before Voilà starts the page; a kernel that dies (or stays silent) is shut
+down and started once more, and when that one fails too the page is an HTTP 503 that says what
+happened (reason below) instead of a spinner.
+
+Imported by the Voilà server process only (``--VoilaConfiguration.multi_kernel_manager_class``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado import web
+from traitlets import Float, Int
+
+__all__ = ["KERNEL_FAILED_REASON", "GalleryKernelManager"]
+
+#: What the page shows (HTTP reason phrase of the 503) when no kernel could be started.
+KERNEL_FAILED_REASON = (
+    "The gallery's Python kernel stopped while starting. Reload the page to try again; "
+    "if it keeps happening, the server's log says why"
+)
+
+
+class GalleryKernelManager(AsyncMappingKernelManager):
+    """Starts a kernel only once it answers; retries a kernel that died, then fails loudly."""
+
+    start_attempts = Int(
+        2, config=True, help="kernels started for one page before it gets an error page"
+    )
+    ready_timeout = Float(
+        120.0,
+        config=True,
+        help="seconds a new kernel may take to answer its first kernel_info request (many "
+        "pages opened together on a small machine start slowly)",
+    )
+
+    async def start_kernel(  # type: ignore[override]
+        self, *, kernel_id: str | None = None, path: Any = None, **kwargs: Any
+    ) -> str:
+        if kernel_id is not None and kernel_id in self:  # an existing kernel: nothing to start
+            return await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+        problem = ""
+        for attempt in range(1, self.start_attempts + 1):
+            new_id = await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+            problem = await self._first_reply(new_id)
+            if not problem:
+                return new_id
+            self.log.warning(
+                "kernel %s failed while starting (attempt %d of %d): %s",
+                new_id, attempt, self.start_attempts, problem,
+            )
+            await self._discard(new_id)
+        raise web.HTTPError(
+            503, "no kernel could be started: %s", problem, reason=KERNEL_FAILED_REASON
+        )
+
+    async def _first_reply(self, kernel_id: str) -> str:
+        """'' once the kernel answered kernel_info, else why not."""
+        km = self.get_kernel(kernel_id)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=self.ready_timeout)
+        except RuntimeError as err:  # jupyter_client: the kernel died, or did not answer
+            return str(err) or type(err).__name__
+        finally:
+            kc.stop_channels()
+        return ""
+
+    async def _discard(self, kernel_id: str) -> None:
+        # KeyError: the kernel restarter already gave up on it and removed it from the map
+        with contextlib.suppress(KeyError):
+            await self.shutdown_kernel(kernel_id, now=True)

@@ -1,0 +1,96 @@
+"""What surrounds a generated chain in a module: imports, graph helpers, custom functions, tail.
+
+Shared by the preview module (:func:`pipelines.codegen.preview_module`) and the exported one
+(:mod:`pipelines.export`), so both import, define and finish the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from . import graph_helpers
+from .catalog import AUTO_AUG_MODULES, Catalog
+from .code_format import LINE_LIMIT
+from .custom_spec import source_of
+from .preset import Output, Preset
+
+TAIL_SLOT = 1_000_000
+"""Seed slot of the training tail's mirror coin (far from every step's slots)."""
+
+_HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
+            "_const", "_bin")
+_HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
+                "_inputs": ("_node",)}
+
+
+def used_helpers(code: str) -> list[str]:
+    """Names of graph helpers the code calls, dependencies included, in a stable order."""
+    used = {h for h in _HELPERS if re.search(rf"\b{h}\(", code)}
+    for h in list(used):
+        used.update(_HELPER_DEPS.get(h, ()))
+    return [h for h in _HELPERS if h in used]
+
+
+def custom_sources(preset: Preset, catalog: Catalog) -> str:
+    """Source of the user-defined functions the chain runs (each once)."""
+    seen: dict[str, str] = {}
+    for _, step in preset.active_steps():
+        spec = catalog[step.op]
+        if spec.function is not None and spec.function.__name__ not in seen:
+            seen[spec.function.__name__] = source_of(spec.function)
+    return "\n\n\n".join(seen.values())
+
+
+def helper_source(names: list[str]) -> str:
+    return "\n\n\n".join(inspect.getsource(getattr(graph_helpers, n)).rstrip() for n in names)
+
+
+def imports_for(code: str) -> list[str]:
+    """Import lines (isort order) for what the code uses."""
+    lines = []
+    std = [m for m in ("argparse", "json", "os") if re.search(rf"\b{m}\.", code)]
+    if std:
+        lines += [f"import {m}" for m in std] + [""]
+    if re.search(r"\bnp\.", code):
+        lines.append("import numpy as np")
+    dali = ["fn"]
+    if "@pipeline_def" in code:
+        dali.append("pipeline_def")
+    dali.append("types")
+    lines.append(f"from nvidia.dali import {', '.join(dali)}")
+    aa = [m for m in AUTO_AUG_MODULES if re.search(rf"\b{m}\.", code)]
+    if aa:
+        line = f"from nvidia.dali.auto_aug import {', '.join(aa)}"
+        if len(line) > LINE_LIMIT:
+            line = "from nvidia.dali.auto_aug import (\n" + "".join(f"    {m},\n" for m in aa) + ")"
+        lines.append(line)
+    if "signed_bin(" in code:
+        lines.append("from nvidia.dali.auto_aug.core import signed_bin")
+    if "DataNode" in code:
+        lines.append("from nvidia.dali.data_node import DataNode")
+    return lines
+
+
+def tail_lines(output: Output) -> list[str]:
+    """Body of ``finish(images, seed)``: the training tail declared in the preset's output."""
+    lines = []
+    if output.resize_shorter:
+        lines.append(f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})")
+    args = []
+    if output.crop:
+        args.append(f"crop=({output.crop[0]}, {output.crop[1]})")
+    if output.mean:
+        args.append("mean=[" + ", ".join(f"{m!r} * 255" for m in output.mean) + "]")
+    if output.std:
+        args.append("std=[" + ", ".join(f"{s!r} * 255" for s in output.std) + "]")
+    if output.mirror_probability > 0:
+        args.append(
+            f"mirror=fn.random.coin_flip(probability={output.mirror_probability!r}, "
+            f"seed=_op_seed(seed, {TAIL_SLOT}))"
+        )
+    dtype = {"float32": "FLOAT", "float16": "FLOAT16", "uint8": "UINT8"}[output.dtype]
+    args += [f"dtype=types.{dtype}", f'output_layout="{output.layout}"']
+    lines.append(f"images = fn.crop_mirror_normalize(images, {', '.join(args)})")
+    lines.append("return images")
+    return lines

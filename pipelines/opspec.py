@@ -1,0 +1,140 @@
+"""What one catalog entry declares about an operator (:class:`OpSpec`), and the categories.
+
+Kept apart from the registry (:mod:`pipelines.catalog`) so that the declaration modules
+(:mod:`pipelines.ops`) import this module and the registry imports them, never the other way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .canvas import SAME, Canvas
+from .params import Param
+
+CATEGORIES = (
+    "geometry",
+    "color",
+    "blur/filter",
+    "noise",
+    "erase/mask",
+    "distortion",
+    "auto-augment",
+    "custom",
+)
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+"""A placeholder of a ``call`` template: ``{x}``, ``{seed}`` or ``{<param>}``."""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule across several parameters, checked on literal values."""
+
+    params: tuple[str, ...]
+    check: Callable[[Mapping[str, Any]], bool]
+    message: str
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One catalog entry.
+
+    ``call`` is a Python expression template: ``{x}`` is the input images, ``{seed}`` the op's own
+    seed and ``{<param>}`` each parameter's value (a literal, a fed node or a per-sample draw).
+    ``schema`` is DALI's schema name, used by the contract test to check ``runtime`` flags and
+    devices against DALI itself. ``magnitude`` names the main parameter (sliders, gallery).
+    ``conditionals``: DALI's implementation branches per sample (``if`` on data), so the
+    pipeline needs ``enable_conditionals``; pipelines that need none are built without it,
+    which saves autograph's tracing (1.5 s for the first such pipeline of a process).
+    ``checkpoints``: DALI can save the operator's random state (``enable_checkpointing``); the
+    preview restores that state before each render, and rebuilds instead where it cannot.
+    ``canvas``: how the output size follows from the input size and the parameters
+    (:mod:`pipelines.canvas`; same size by default), which the render budget checks before
+    DALI runs (:mod:`pipelines.budget`).
+    """
+
+    name: str
+    category: str
+    doc: str
+    call: str
+    params: tuple[Param, ...] = ()
+    devices: frozenset[str] = frozenset({"cpu", "gpu"})
+    magnitude: str | None = None
+    schema: str | None = None
+    constraints: tuple[Constraint, ...] = ()
+    signed: bool = False
+    policy: bool = False
+    conditionals: bool = False
+    checkpoints: bool = True
+    gpu_reason: str = ""
+    function: Callable[..., Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    canvas: Canvas = SAME
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"{self.name}: unknown category {self.category!r}")
+        names = [p.name for p in self.params]
+        used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed"}
+        if used != set(names):
+            raise ValueError(
+                f"{self.name}: template placeholders {sorted(used)} != parameters {sorted(names)}"
+            )
+        if self.magnitude is not None and self.magnitude not in names:
+            raise ValueError(f"{self.name}: magnitude {self.magnitude!r} is not a parameter")
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the operator draws random numbers itself (and so takes its own seed)."""
+        return "{seed}" in self.call
+
+    @property
+    def custom(self) -> bool:
+        """A user-defined Python operator (run through DALI's python_function)."""
+        return self.function is not None
+
+    @property
+    def cpu(self) -> bool:
+        return "cpu" in self.devices
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def call_source(self, args: Mapping[str, str]) -> str:
+        """The ``call`` template with every placeholder replaced by its source in ``args``
+        (``x``, ``seed`` when the operator is seeded, and each parameter)."""
+        return PLACEHOLDER.sub(lambda m: args[m.group(1)], self.call)
+
+    def unavailable_on(self, device: str) -> str | None:
+        """Why the operator cannot run on ``device`` (None when it can): the one sentence the
+        picker, the gallery and the preview engine show."""
+        if device in self.devices:
+            return None
+        where = " and ".join(d.upper() for d in sorted(self.devices))
+        why = self.gpu_reason or f"DALI implements it only on {', '.join(sorted(self.devices))}"
+        return (f"{self.name} runs on the {where} only ({why}); this machine previews on the "
+                f"{device.upper()}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.name,
+            "category": self.category,
+            "doc": self.doc,
+            "devices": sorted(self.devices),
+            "gpu_only_reason": self.gpu_reason or None,
+            "magnitude": self.magnitude,
+            "signed": self.signed,
+            "policy": self.policy,
+            "conditionals": self.conditionals,
+            "dali_call": self.call,
+            "params": [p.to_json() for p in self.params],
+        }

@@ -1,0 +1,126 @@
+"""The DALI side of the preview: the generated chain as an importable module, the pipeline built
+around it, and the values fed into it by name.
+
+The preview pipeline reads the images from ``external_source("images")``, runs the module's
+``augment`` (and ``finish`` for the training tail) and returns the images plus one output per
+record of the chain (what each sample drew and whether each step fired).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .codegen import Feed
+from .device import HW_DECODER_LOAD, Device
+from .preset import Preset, Uniform
+
+EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
+"""DALI's executor for every preview pipeline, traced or loaded from the cache alike (a loaded
+pipeline otherwise gets the old executor, whose RNG state cannot be restored after a run)."""
+MODULE_PREFIX = "dali_gallery_chain_"
+
+
+class ChainModules:
+    """Generated chain modules written to ``folder`` and imported once per source text."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._modules: dict[str, tuple[ModuleType, Path]] = {}
+
+    def load(self, code: str) -> tuple[ModuleType, Path]:
+        digest = hashlib.sha1(code.encode()).hexdigest()[:16]
+        if digest in self._modules:
+            return self._modules[digest]
+        name = f"{MODULE_PREFIX}{digest}"
+        path = self.folder / f"{name}.py"
+        path.write_text(code, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # autograph needs to find the source
+        spec.loader.exec_module(module)
+        self._modules[digest] = (module, path)
+        return module, path
+
+    def clear(self) -> None:
+        for name in [m for m in sys.modules if m.startswith(MODULE_PREFIX)]:
+            del sys.modules[name]
+        self._modules.clear()
+
+
+def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
+                   tail: bool, checkpointing: bool, conditionals: bool) -> Any:
+    """The (unbuilt) preview pipeline around ``module.augment``."""
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(enable_conditionals=conditionals)
+    def preview():
+        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
+        if device == "gpu":
+            images = images.gpu()
+        images, records = module.augment(images, seed)
+        if tail:
+            images = module.finish(images, seed)
+        return (images, *records)
+
+    return preview(
+        batch_size=batch,
+        num_threads=threads,
+        device_id=0 if device == "gpu" else None,
+        seed=seed,
+        prefetch_queue_depth=1,
+        enable_checkpointing=checkpointing,
+        **EXECUTOR,
+    )
+
+
+def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]:
+    """One array per fed name: every sample of the batch gets the step's current value."""
+    out: dict[str, Any] = {}
+    for f in feeds:
+        step = preset.steps[f.step]
+        dtype = np.float32 if f.dtype == "FLOAT" else np.int32
+        if f.kind == "probability":
+            out[f.name] = np.full(batch, step.probability, dtype=np.float32)
+        elif f.kind == "range":
+            u = step.params[f.param]
+            assert isinstance(u, Uniform)
+            out[f.name] = np.tile(np.array([u.lo, u.hi], dtype=np.float32), (batch, 1))
+        else:
+            out[f.name] = np.full(batch, step.params[f.param], dtype=dtype)
+    return out
+
+
+def decode_mixed(data: list[bytes], cpu_arrays: list[np.ndarray], max_side: int | None,
+                 threads: int) -> list[np.ndarray]:
+    """Decode again with the GPU ("mixed") decoder, as the exported GPU pipeline does, so the
+    GPU preview starts from the same pixels as training. Sizes follow the CPU decode."""
+    if not data:
+        return []
+    from nvidia.dali import fn, pipeline_def, types
+
+    @pipeline_def(batch_size=1, num_threads=threads, device_id=0, prefetch_queue_depth=1)
+    def decode_gpu():
+        enc = fn.external_source(name="enc", dtype=types.UINT8)
+        img = fn.decoders.image(enc, device="mixed", output_type=types.RGB,
+                                hw_decoder_load=HW_DECODER_LOAD)
+        size = fn.external_source(name="size", dtype=types.FLOAT)
+        return img, fn.resize(img, size=size, antialias=True)
+
+    pipe = decode_gpu()
+    pipe.build()
+    out = []
+    for raw, ref in zip(data, cpu_arrays, strict=True):
+        size = np.array([ref.shape[0], ref.shape[1]], dtype=np.float32)
+        img, small = pipe.run(enc=[np.frombuffer(raw, dtype=np.uint8)], size=[size])
+        full = np.array(img.as_cpu()[0])
+        out.append(full if full.shape == ref.shape else np.array(small.as_cpu()[0]))
+    del pipe
+    return out

@@ -1,0 +1,95 @@
+"""What a preview render returns: the tiles and, per sample, what the pipeline drew and fired.
+
+A render of N images x K draws is one batch of N*K samples; sample ``d*N + i`` is draw ``d`` of
+image ``i``. The records are read from the pipeline's own extra outputs, never recomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .codegen import Chain
+from .device import Device
+
+
+@dataclass
+class SampleRecord:
+    """What happened to one output sample, read from the pipeline's own outputs."""
+
+    image: int
+    draw: int
+    fired: dict[int, bool] = field(default_factory=dict)
+    values: dict[int, dict[str, float | int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "draw": self.draw,
+            "fired": {str(k): v for k, v in self.fired.items()},
+            "values": {str(k): v for k, v in self.values.items()},
+        }
+
+
+@dataclass
+class Render:
+    """The outputs of one render: ``images[d * n_images + i]`` is draw d of image i."""
+
+    images: list[np.ndarray]
+    records: list[SampleRecord]
+    n_images: int
+    draws: int
+    device: Device
+    built: bool
+    ms: float
+    encoded: list[bytes] | None = None
+    encode_ms: float = 0.0
+
+    def tile(self, image: int, draw: int) -> np.ndarray:
+        return self.images[draw * self.n_images + image]
+
+    def record(self, image: int, draw: int) -> SampleRecord:
+        return self.records[draw * self.n_images + image]
+
+    def first_draw(self) -> list[np.ndarray]:
+        return self.images[: self.n_images]
+
+
+def read_outputs(outputs: Any, chain: Chain, n: int, draws: int,
+                 device: Device) -> tuple[list[np.ndarray], list[SampleRecord]]:
+    """Host copies of the images and the per-sample records of one run."""
+    images = outputs[0]
+    if device == "gpu":
+        images = images.as_cpu()
+    arrays = host_copies(images)
+    recs = [SampleRecord(j % n, j // n) for j in range(n * draws)]
+    for r, out in zip(chain.records, outputs[1:], strict=True):
+        vals = np.array(out.as_array()).reshape(n * draws, -1)[:, 0].tolist()
+        for j, v in enumerate(vals):
+            if r.param == "fired":
+                recs[j].fired[r.step] = bool(v)
+            else:
+                recs[j].values.setdefault(r.step, {})[r.param] = v
+    return arrays, recs
+
+
+def host_copies(tl: Any) -> list[np.ndarray]:
+    """Own copies of every sample (DALI reuses its output buffers on the next run); one copy
+    for a batch of equal shapes, else one per sample."""
+    if tl.is_dense_tensor():
+        return list(np.array(tl.as_array()))
+    return [np.array(tl[j]) for j in range(len(tl))]
+
+
+def stack_renders(parts: list[Render]) -> Render:
+    """Renders of one draw each, as the draws of one render."""
+    first = parts[0]
+    images = [img for r in parts for img in r.images]
+    records = []
+    for d, r in enumerate(parts):
+        for rec in r.records:
+            records.append(SampleRecord(rec.image, d, rec.fired, rec.values))
+    return Render(images, records, first.n_images, len(parts), first.device,
+                  any(r.built for r in parts), sum(r.ms for r in parts))

@@ -1,0 +1,172 @@
+"""What the training pipeline gave a shard at step N: replayed by the exported module itself.
+
+"What did the model see at step N?" has one trustworthy answer: batch N of the training
+pipeline. :func:`replay` generates the exported module from the preset, imports it and calls
+its ``batch_at`` (the function the exported script runs) on the chosen device, from the start
+or from a DALI checkpoint the training run saved, so the batch is the training pipeline's by
+construction, not an imitation. :func:`shard_preview` is the cheap question, "what does shard s
+train on first?": the preview engine on the shard's first files with the shard's seed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .catalog import CATALOG, Catalog
+from .device import Device, resolve
+from .export import export_code
+from .preset import Preset, load
+from .shards import ShardBatch, check_shard, first_batch, shard_range, shard_seed, training_files
+from .step_error import StepError, clean_message
+
+MAX_REPLAY_BATCHES = 10_000
+"""The most batches one replay runs (from the start or from the checkpoint restored): further
+steps need a checkpoint saved closer to them (``--checkpoint-every``)."""
+MAX_REPLAY_BATCH_SIZE = 1024
+"""The largest training batch a replay decodes and augments."""
+_names = itertools.count()
+
+
+@dataclass
+class Replayed:
+    """Batch ``iteration`` of a shard, as the training pipeline produced it."""
+
+    images: list[np.ndarray]
+    labels: np.ndarray
+    iteration: int
+    device: Device
+    ms: float
+
+
+def shard_preset(preset: Preset, shard_id: int) -> Preset:
+    """The preset whose preview draws what shard ``shard_id`` draws: its seed is
+    :func:`pipelines.shards.shard_seed` of the preset's (shard 0: the preset itself)."""
+    return replace(preset, seed=shard_seed(preset.seed, shard_id))
+
+
+def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_id: int,
+                  num_shards: int, batch_size: int | None = None,
+                  max_side: int | None = None) -> tuple[Preset, ShardBatch]:
+    """Load the shard's first ``batch_size`` files (default: its files, at most 16) into the
+    preview ``engine`` and return the preset to render them with: draw 0 of the render is then
+    the exported pipeline's first unshuffled batch of that shard. A file the preview cannot
+    load is an error (the batch would no longer be the shard's)."""
+    root = Path(file_root)
+    if not root.is_dir():
+        raise ValueError(f"{str(root)!r} is not a folder; a shard is a slice of a folder")
+    files = training_files(root)
+    if batch_size is None:
+        batch_size = min(len(shard_range(len(files), shard_id, num_shards)), 16)
+    if not 1 <= batch_size <= MAX_REPLAY_BATCH_SIZE:
+        raise ValueError(f"batch size {batch_size} is not allowed; expected 1 to "
+                         f"{MAX_REPLAY_BATCH_SIZE}")
+    batch = first_batch(root, shard_id, num_shards, batch_size)
+    problems = engine.set_images([root / f for f in batch.files], max_side=max_side, root=root)
+    if problems:
+        listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])
+        raise ValueError(f"shard {shard_id} of {num_shards}: {len(problems)} of its first "
+                         f"files cannot be previewed ({listed})")
+    return shard_preset(preset, shard_id), batch
+
+
+def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int,
+           batch_size: int, shard_id: int = 0, num_shards: int = 1, device: str = "auto",
+           random_shuffle: bool = True, restore: str | Path | None = None,
+           num_threads: int = 2, catalog: Catalog = CATALOG) -> Replayed:
+    """Batch ``iteration`` (0 = the first) that the exported training pipeline gives shard
+    ``shard_id`` of ``num_shards`` with these settings (those of the training run), run by
+    that pipeline: from the start, or from ``restore``, a checkpoint file its script saved.
+
+    Budgets are checked before any pipeline is built: the batch size, the number of batches
+    to run (:data:`MAX_REPLAY_BATCHES`), the shard against the folder's files, the operators
+    against the device and, when restoring, against what DALI can checkpoint."""
+    preset = load(preset, catalog)
+    dev = resolve(device)
+    check_shard(shard_id, num_shards)
+    if not 1 <= batch_size <= MAX_REPLAY_BATCH_SIZE:
+        raise ValueError(f"batch size {batch_size} is not allowed; expected 1 to "
+                         f"{MAX_REPLAY_BATCH_SIZE}")
+    if iteration < 0:
+        raise ValueError(f"iteration {iteration} is not allowed; expected 0 or more")
+    root = Path(file_root)
+    if not root.is_dir():
+        raise ValueError(f"{str(root)!r} is not a folder")
+    files = training_files(root)
+    if not files:
+        raise ValueError(f"{str(root)!r} has no images where the training pipeline reads them "
+                         "(a flat folder of images, or class subfolders)")
+    shard_range(len(files), shard_id, num_shards)
+    _check_ops(preset, dev, restore is not None, catalog)
+    tmp = Path(tempfile.mkdtemp(prefix="dali-gallery-replay-"))
+    name = f"dali_gallery_replay_{next(_names)}"
+    try:
+        module = _import(export_code(preset, catalog), tmp, name)
+        t0 = time.perf_counter()
+        try:
+            images, labels = module.batch_at(
+                str(root), batch_size, iteration=iteration,
+                device_id=0 if dev == "gpu" else None, seed=preset.seed, shard_id=shard_id,
+                num_shards=num_shards, random_shuffle=random_shuffle,
+                restore=str(restore) if restore is not None else None,
+                num_threads=num_threads, max_batches=MAX_REPLAY_BATCHES)
+        except RuntimeError as e:  # DALI's own failure (a file it cannot decode, ...)
+            raise StepError(clean_message(str(e))) from e
+        ms = (time.perf_counter() - t0) * 1000
+    finally:
+        sys.modules.pop(name, None)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Replayed(images, labels, iteration, dev, ms)
+
+
+def _check_ops(preset: Preset, device: Device, restoring: bool, catalog: Catalog) -> None:
+    for i, step in preset.active_steps():
+        spec = catalog[step.op]
+        why = spec.unavailable_on(device)
+        if why is not None:
+            raise StepError(why, i, step.op)
+        if restoring and not spec.checkpoints:
+            raise StepError("DALI cannot checkpoint this operator, so the pipeline cannot be "
+                            "restored from a checkpoint; replay from the start (omit --restore)",
+                            i, step.op)
+
+
+def _import(code: str, folder: Path, name: str) -> Any:
+    path = folder / f"{name}.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # DALI's conditionals (autograph) look the source up
+    spec.loader.exec_module(module)
+    return module
+
+
+def batch_sheet(images: list[np.ndarray], labels: np.ndarray, tile: int = 192) -> Any:
+    """The batch side by side (8 per row), each tile captioned with its label: a picture of
+    what the model saw. Display only: the pixels are the replayed batch's."""
+    from PIL import Image, ImageDraw
+
+    from .display import to_display
+    from .grid import LABEL_H
+
+    cols = min(8, len(images))
+    rows = -(-len(images) // cols)
+    sheet = Image.new("RGB", (cols * tile, rows * (tile + LABEL_H)), (32, 32, 32))
+    draw = ImageDraw.Draw(sheet)
+    for k, (img, label) in enumerate(zip(images, labels.tolist(), strict=True)):
+        pic = Image.fromarray(to_display(img))
+        pic.thumbnail((tile, tile))
+        x, y = (k % cols) * tile, (k // cols) * (tile + LABEL_H)
+        sheet.paste(pic, (x + (tile - pic.width) // 2, y + LABEL_H + (tile - pic.height) // 2))
+        draw.text((x + 3, y + 1), f"sample {k}, label {label}", fill=(230, 230, 230))
+    return sheet

@@ -1,0 +1,56 @@
+"""What an operator's declaration answers for everyone: where it runs, its call, its checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.codegen import preview_module
+from dali_gallery.pipelines.opspec import PLACEHOLDER
+from dali_gallery.pipelines.preset import Preset, new_step
+from dali_gallery.pipelines.preview_pipeline import ChainModules, build_pipeline
+from tests.support import CPU_OPS, GPU_ONLY_OPS
+
+
+def test_unavailable_on_names_the_operator_the_devices_and_the_reason():
+    assert GPU_ONLY_OPS
+    for op in GPU_ONLY_OPS:
+        spec = CATALOG[op]
+        why = spec.unavailable_on("cpu")
+        assert why.startswith(f"{op} runs on the GPU only (")
+        assert spec.gpu_reason in why and why.endswith("previews on the CPU")
+        assert spec.unavailable_on("gpu") is None
+    assert all(CATALOG[op].unavailable_on("cpu") is None for op in CPU_OPS)
+
+
+def test_call_source_fills_every_placeholder():
+    for spec in CATALOG.values():
+        args = {"x": "X", "seed": "SEED", **{p.name: f"<{p.name}>" for p in spec.params}}
+        call = spec.call_source(args)
+        assert PLACEHOLDER.search(call) is None, call
+        assert all(f"<{p.name}>" in call for p in spec.params)
+        assert ("SEED" in call) == spec.seeded and "X" in call
+    with pytest.raises(KeyError):
+        CATALOG["gaussian_blur"].call_source({"x": "X"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", CPU_OPS)
+def test_checkpoints_flag_matches_dali(op, tmp_path):
+    """DALI itself says whether a pipeline with the operator can be checkpointed: building with
+    ``enable_checkpointing`` fails for exactly the operators declared ``checkpoints=False``."""
+    preset = Preset([new_step(op)], seed=3)
+    code, chain = preview_module(preset)
+    modules = ChainModules(tmp_path)
+    module, _ = modules.load(code)
+    pipe = build_pipeline(module, preset.seed, 1, "cpu", 1, False, True, chain.conditionals)
+    try:
+        if CATALOG[op].checkpoints:
+            pipe.build()
+            assert pipe.checkpoint()
+        else:
+            with pytest.raises(RuntimeError, match="[Cc]heckpoint"):
+                pipe.build()
+    finally:
+        del pipe
+        modules.clear()

@@ -1,0 +1,155 @@
+"""One validation for JSON documents and Presets built in code, including output tails that are
+valid field by field but fail (or give inf) in DALI. The refused and accepted cases are checked
+against plain DALI, so the rules follow what DALI does, not what we think it does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from nvidia.dali import fn, pipeline_def, types
+
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.preset import (
+    Output,
+    Preset,
+    PresetError,
+    Step,
+    Uniform,
+    load,
+    new_step,
+    validate_preset,
+)
+from tests.support import SAMPLES, preset_dict
+
+JPEG = sorted(SAMPLES.glob("*.jpg"))[0]
+
+
+def dali_tail(resize_shorter: float, crop: tuple[int, int]) -> np.ndarray:
+    """Plain DALI: the exported tail's resize then crop on a real sample image."""
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        data = fn.external_source(source=lambda: [np.frombuffer(JPEG.read_bytes(), np.uint8)],
+                                  batch=True)
+        images = fn.resize(fn.decoders.image(data), resize_shorter=resize_shorter)
+        return fn.crop_mirror_normalize(images, crop=crop, dtype=types.FLOAT)
+
+    p = pipe()
+    p.build()
+    return np.array(p.run()[0][0])
+
+
+def dali_normalize(mean: float, std: float, dtype: str) -> np.ndarray:
+    """Plain DALI crop_mirror_normalize (as exported: mean and std times 255) on black and
+    white pixels, the two ends of the input range."""
+    dali_type = {"float32": types.FLOAT, "float16": types.FLOAT16}[dtype]
+    pixels = np.array([[[0, 0, 0], [255, 255, 255]]], np.uint8)
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        images = fn.external_source(source=lambda: [pixels], batch=True, layout="HWC")
+        return fn.crop_mirror_normalize(images, mean=[mean * 255], std=[std * 255],
+                                        dtype=dali_type)
+
+    p = pipe()
+    p.build()
+    return np.array(p.run()[0][0]).astype(np.float64)
+
+
+def tail_problem(output: dict) -> str | None:
+    try:
+        load(preset_dict([], output=output))
+    except PresetError as e:
+        return str(e)
+    return None
+
+
+# ---- 4. output tails that validate but fail later ---------------------------------------------
+
+
+def test_a_crop_larger_than_the_resize_is_refused_as_dali_refuses_it():
+    with pytest.raises(RuntimeError):  # the truth: DALI's crop does not fit the resized image
+        dali_tail(128, (160, 160))
+    assert dali_tail(128, (128, 128)).shape == (3, 128, 128)  # the largest crop that fits
+    msg = tail_problem({"resize_shorter": 128, "crop": [160, 160]})
+    assert msg is not None and msg.startswith("output: crop [160, 160] is not allowed with "
+                                              "resize_shorter 128")
+    assert "must be at most 128" in msg
+    assert tail_problem({"resize_shorter": 128, "crop": [128, 96]}) is None
+    assert tail_problem({"resize_shorter": 128, "crop": [96, 129]}) is not None  # either side
+
+
+@pytest.mark.parametrize("mean,std,dtype", [(0.5, 1e-30, "float16"), (0.0, 1 / 70000, "float16"),
+                                            (0.5, 1e-45, "float32")])
+def test_a_normalisation_beyond_the_dtype_is_refused_as_it_gives_inf(mean, std, dtype):
+    assert not np.isfinite(dali_normalize(mean, std, dtype)).all()  # the truth: inf in DALI
+    msg = tail_problem({"mean": [mean], "std": [std], "dtype": dtype})
+    assert msg is not None and msg.startswith(f"output: std [{std!r}] is not allowed")
+    assert f"dtype {dtype!r}" in msg and "maximum" in msg and "allowed:" in msg
+
+
+@pytest.mark.parametrize("mean,std,dtype", [(0.5, 1e-30, "float32"), (0.0, 1 / 60000, "float16"),
+                                            (0.485, 0.229, "float16")])
+def test_a_normalisation_within_the_dtype_is_accepted_and_finite(mean, std, dtype):
+    assert np.isfinite(dali_normalize(mean, std, dtype)).all()
+    assert tail_problem({"mean": [mean], "std": [std], "dtype": dtype}) is None
+
+
+def test_a_mean_alone_can_overflow_float16():
+    assert tail_problem({"mean": [300.0], "dtype": "float16"}) is not None  # 255 * 300 > 65504
+    assert tail_problem({"mean": [300.0], "dtype": "float32"}) is None
+
+
+# ---- 5. one validation for documents and Presets built in code --------------------------------
+
+
+def bad_code_preset() -> Preset:
+    return Preset([new_step("rotate", angle=1000.0), Step("no_such_op")],
+                  output=Output(resize_shorter=100, crop=(300, 300)))
+
+
+def test_a_preset_built_in_code_is_validated_like_a_document():
+    preset = bad_code_preset()
+    with pytest.raises(PresetError) as from_code:
+        preset.validate()
+    with pytest.raises(PresetError) as from_json:
+        load(preset.to_dict())
+    assert from_code.value.problems == from_json.value.problems
+    assert from_code.value.problems == [
+        "step 0 (rotate): parameter 'angle': value 1000.0 is not allowed; allowed range is "
+        "[-360, 360] deg",
+        "step 1: unknown operator 'no_such_op' (see `dali-gallery ops`)",
+        "output: crop [300, 300] is not allowed with resize_shorter 100; the resized image's "
+        "shorter side is 100 px, so the crop's height and width must be at most 100 (or "
+        "resize to at least 300)",
+    ]
+
+
+def test_validate_returns_the_normalised_copy():
+    preset = Preset([new_step("rotate", angle=Uniform(-10, 10))], seed=3)
+    checked = preset.validate()
+    assert checked is not preset and checked.to_dict() == load(preset.to_dict()).to_dict()
+    assert validate_preset(preset.to_dict()).to_dict() == checked.to_dict()
+
+
+def test_members_of_the_wrong_type_are_reported_not_crashed_on():
+    preset = Preset(steps=[{"op": "rotate"}, 42], output="tail")  # type: ignore[list-item]
+    with pytest.raises(PresetError) as err:
+        preset.validate()
+    text = str(err.value)
+    assert "step 1: expected an object with 'op' and 'params', got 42" in text
+    assert "output: expected an object or null, got 'tail'" in text
+
+
+def test_the_engine_and_the_export_refuse_an_invalid_preset_from_code():
+    engine = PreviewEngine("cpu", num_threads=1)
+    try:
+        engine.set_arrays([np.zeros((32, 32, 3), np.uint8)], ["black"])
+        with pytest.raises(PresetError, match=r"step 0 \(rotate\): parameter 'angle'"):
+            engine.render(bad_code_preset())
+        good = Preset([new_step("rotate", angle=5.0)])
+        assert engine.render(good).n_images == 1
+    finally:
+        engine.close()
+    with pytest.raises(PresetError, match="output: crop"):
+        export_code(bad_code_preset())
