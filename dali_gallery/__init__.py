@@ -10,7 +10,15 @@ The repository keeps the three folders at its top level; ``pyproject.toml`` maps
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+_CHECKOUT = Path(__file__).resolve().parent.parent
+if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "gallery" / "voila").is_dir():
+    # A source checkout used without installing (PYTHONPATH=., or this folder shadowing an
+    # install when Python runs from the repository root): the subpackages are the repository's
+    # top-level folders. An installed copy has them inside this folder and skips this.
+    __path__.append(str(_CHECKOUT))
 
 __version__ = "0.1.0"
 __all__ = ["Builder", "__version__"]

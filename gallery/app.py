@@ -57,6 +57,19 @@ def _env_path(name: str) -> Path | None:
     return Path(value) if value else None
 
 
+def _start_source(images: Any, allowed_root: str | Path | None) -> ImageSource:
+    """The images the app starts with. With an allowed root (the served app) they pass the
+    same check as a folder typed in the app: every file must resolve, symlinks followed,
+    inside the allowed root (the bundled samples: inside their own folder), else it is skipped
+    and listed as a problem; names are shown relative to that root."""
+    if images is None:
+        root = SAMPLES_DIR if allowed_root is not None else None
+        return ImageSource("samples", SAMPLES_DIR, "bundled samples", root)
+    if allowed_root is None or isinstance(images, ImageSource):
+        return source_from(images)
+    return source_from(images, Path(allowed_root).resolve())
+
+
 class App:
     """The whole app as one widget tree (``.widget``); usable in Voilà, Lab or a script.
 
@@ -73,12 +86,14 @@ class App:
         if images is None:
             images = _env_path(IMAGES_ENV)
             if images is not None and not images.is_dir():
-                notes.append(f"{IMAGES_ENV}={images} is not a folder; showing the bundled "
-                             "samples instead")
+                # the page never names a server path (the visitor may be anyone)
+                notes.append(f"the server's images folder (${IMAGES_ENV}) is not a folder; "
+                             "showing the bundled samples instead")
                 images = None
         if allowed_root is None:
             allowed_root = _env_path(ALLOWED_ROOT_ENV)
-        self.builder = Builder(images=images, device=device, allowed_root=allowed_root,
+        source = _start_source(images, allowed_root)
+        self.builder = Builder(images=source, device=device, allowed_root=allowed_root,
                                max_images=builder_images, size=size)
         self.device = self.builder.device
         self.gallery = GalleryView(device=self.device, allowed_root=allowed_root, size=size,
@@ -87,7 +102,6 @@ class App:
         panel = self.builder.images_panel
         self._load_into_builder = panel.on_load
         panel.on_load = self._load
-        source = source_from(images if images is not None else SAMPLES_DIR)
         self._build(panel.widget, notes)
         # under Voilà the gallery starts once the page has the app's widgets (page_ready)
         if after_page_load(lambda: self._first_gallery(source)):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.timing import median_ms, p95_ms
 
 from .bench_inputs import bench_images, standard_preset
@@ -117,6 +118,17 @@ def bench_memory(device: str, quick: bool) -> dict[str, Any]:
             "growth_mb": round(end - start, 1)}
 
 
+def _images_per_s(pipe: Any, iters: int, batch: int, device: str) -> float:
+    """Images per second over ``iters`` runs (GPU outputs copied to the host, as training
+    would use them)."""
+    t = time.perf_counter()
+    for _ in range(iters):
+        out = pipe.run()
+        if device == "gpu":
+            out[0].as_cpu()
+    return iters * batch / (time.perf_counter() - t)
+
+
 def _write_dataset(folder: Path, n: int, size: int) -> None:
     from PIL import Image
 
@@ -136,16 +148,9 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
         root = Path(tmp)
         (root / "data").mkdir()
         _write_dataset(root / "data", n, 256)
-        mod_path = root / "exported_bench.py"
-        mod_path.write_text(export_code(standard_preset()))
-        sys.path.insert(0, tmp)
-        try:
-            import exported_bench  # type: ignore[import-not-found]
-
-            exported = exported_bench.create_pipeline(str(root / "data"), batch,
-                                                      num_threads=threads, device_id=device_id)
-        finally:
-            sys.path.remove(tmp)
+        exported_bench = import_source(export_code(standard_preset()), root, "exported_bench")
+        exported = exported_bench.create_pipeline(str(root / "data"), batch,
+                                                  num_threads=threads, device_id=device_id)
         files = exported_bench.flat_folder_files(str(root / "data"))
         handmade = training_pipeline(root / "data", files, batch, threads, device)
         exported.build()
@@ -156,12 +161,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
         rates: dict[str, list[float]] = {"exported": [], "hand_written": []}
         for _ in range(2 if quick else 10):
             for name, pipe in (("exported", exported), ("hand_written", handmade)):
-                t = time.perf_counter()
-                for _ in range(iters):
-                    out = pipe.run()
-                    if device == "gpu":
-                        out[0].as_cpu()
-                rates[name].append(iters * batch / (time.perf_counter() - t))
+                rates[name].append(_images_per_s(pipe, iters, batch, device))
         del exported, handmade
         e = statistics.median(rates["exported"][1:] or rates["exported"])
         h = statistics.median(rates["hand_written"][1:] or rates["hand_written"])
@@ -208,24 +208,12 @@ def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
         root.mkdir()
         _write_dataset(root, n, 256)
         files = sorted(root.iterdir())
-        mod = Path(tmp) / "exported_tv.py"
-        mod.write_text(export_code(standard_preset()))
-        sys.path.insert(0, tmp)
-        try:
-            import exported_tv  # type: ignore[import-not-found]
-        finally:
-            sys.path.remove(tmp)
+        exported_tv = import_source(export_code(standard_preset()), Path(tmp), "exported_tv")
         pipe = exported_tv.create_pipeline(str(root), batch, num_threads=workers,
                                            device_id=0 if device == "gpu" else None)
         pipe.build()
         pipe.run()
-        iters = n // batch
-        t = time.perf_counter()
-        for _ in range(iters):
-            out = pipe.run()
-            if device == "gpu":
-                out[0].as_cpu()
-        dali_rate = iters * batch / (time.perf_counter() - t)
+        dali_rate = _images_per_s(pipe, n // batch, batch, device)
         del pipe
 
         chain = torchvision_chain()

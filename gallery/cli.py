@@ -13,6 +13,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from dali_gallery.pipelines.budget import add_arguments as add_budget_arguments
+from dali_gallery.pipelines.budget import configure as configure_budget
+from dali_gallery.pipelines.budget import from_args as budget_from_args
+
 EXIT_BAD_INPUT = 2
 MAX_MESSAGE_CHARS = 4000
 """The most a message prints (a preset's problems are already capped and cut)."""
@@ -88,10 +92,12 @@ def _parser() -> argparse.ArgumentParser:
                                        "exported script's --checkpoint-every")
     ren.add_argument("--no-shuffle", action="store_true",
                      help="with --iteration: the training run read files in order")
+    add_budget_arguments(ren)
     ren.set_defaults(func=cmd_render)
 
     chk = sub.add_parser("check-images", help="find files the training pipeline cannot decode")
     chk.add_argument("folder")
+    add_budget_arguments(chk, ("image",))
     chk.set_defaults(func=cmd_check_images)
 
     ben = sub.add_parser("bench", help="measure the preview engine and the exported pipeline")
@@ -186,6 +192,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                          "the files in order)")
     if args.out is None:
         raise UsageError("--out (the grid image) is required")
+    configure_budget(budget_from_args(args))
     engine = PreviewEngine(args.device)
     labels = None
     if args.shard != 0 or args.num_shards != 1:
@@ -252,7 +259,7 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
 def cmd_check_images(args: argparse.Namespace) -> int:
     from dali_gallery.pipelines.dataset_check import run_check
 
-    return run_check(args.folder)
+    return run_check(args.folder, max_pixels=budget_from_args(args).image_pixels)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

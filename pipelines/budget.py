@@ -1,12 +1,11 @@
 """Pixel budgets: what one image, one render and one kernel may hold, checked before DALI runs.
 
 A chain of four ``paste`` steps at ratio 3 turns a 1024 px image into a 83 k px one; six small
-PNG files can declare 150 MP each. Neither may reach DALI: every render is planned first, with
-each step's output size computed from its input size and the operator's ``canvas`` declaration
-(:mod:`pipelines.canvas`; a value drawn per sample counts with its largest size), and refused
-with a :class:`BudgetError` naming the step, the parameter and the size. The chain is left as it
-was, so the user can lower the value. Loading images is checked the same way against the
-kernel's budget before decoding (:func:`pipelines.image_decode.decode`).
+PNG files can declare 150 MP each. Neither may reach DALI: every render is planned and checked
+first (:mod:`pipelines.render_budget`), and loading images is checked against the kernel's
+budget before decoding (:func:`pipelines.image_decode.decode`). This module holds the budgets
+and the kernel's ledger of what it holds; it imports no DALI, so the CLI can add its flags
+cheaply.
 
 The budgets (pixels are W x H; an RGB uint8 pixel is 3 bytes):
 
@@ -28,17 +27,11 @@ from __future__ import annotations
 import argparse
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from .canvas import SAME, Canvas, Fixed, Shorter, Size, Span
-from .catalog import CATALOG, Catalog
-from .codegen import feed_name
-from .preset import Choice, Preset, Uniform
-from .step_error import StepError
 
 IMAGE_PIXELS = 160_000_000
 """Largest image (W x H) decoded or passed between steps: 160 MP keeps 100-150 MP camera files
@@ -84,28 +77,39 @@ def current() -> Budget:
     return _CURRENT[0]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--max-image-mp``, ``--max-render-mp`` and ``--max-kernel-mp`` (megapixels)."""
+_FLAGS = {
+    "image": ("--max-image-mp", "image_pixels", "largest image decoded or made by a step"),
+    "render": ("--max-render-mp", "render_pixels",
+               "pixels one step of a render takes in + puts out"),
+    "kernel": ("--max-kernel-mp", "kernel_pixels", "pixels held by loaded images and renders"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser,
+                  kinds: tuple[str, ...] = ("image", "render", "kernel")) -> None:
+    """``--max-image-mp``, ``--max-render-mp`` and ``--max-kernel-mp`` (megapixels; those of
+    ``kinds``), defaulting to the module constants."""
     group = parser.add_argument_group("pixel budgets (megapixels, 1 MP = 10^6 pixels)")
-    for flag, default, what in (
-        ("--max-image-mp", IMAGE_PIXELS, "largest image decoded or made by a step"),
-        ("--max-render-mp", RENDER_PIXELS, "pixels one step of a render takes in + puts out"),
-        ("--max-kernel-mp", KERNEL_PIXELS, "pixels held by loaded images and renders"),
-    ):
+    for kind in kinds:
+        flag, name, what = _FLAGS[kind]
+        default = getattr(Budget(), name)
         group.add_argument(flag, type=float, default=default / 1e6,
                            help=f"{what} (default: {default / 1e6:g})")
 
 
 def from_args(args: argparse.Namespace) -> Budget:
-    """The :class:`Budget` the flags of :func:`add_arguments` ask for (ValueError if bad)."""
-    def pixels(mp: float, flag: str) -> int:
-        if not mp > 0 or mp != mp or mp == float("inf"):
-            raise ValueError(f"{flag} {mp!r} is not allowed; expected a positive number of MP")
-        return max(1, round(mp * 1e6))
-
-    return Budget(pixels(args.max_image_mp, "--max-image-mp"),
-                  pixels(args.max_render_mp, "--max-render-mp"),
-                  pixels(args.max_kernel_mp, "--max-kernel-mp"))
+    """The :class:`Budget` the flags of :func:`add_arguments` ask for (defaults for flags not
+    added); ValueError names a bad value."""
+    values = {}
+    for flag, name, _ in _FLAGS.values():
+        mp_value = getattr(args, flag[2:].replace("-", "_"), None)
+        if mp_value is None:
+            continue
+        if not 0 < mp_value < float("inf"):  # also refuses NaN
+            raise ValueError(f"{flag} {mp_value!r} is not allowed; expected a positive number "
+                             "of megapixels")
+        values[name] = max(1, round(mp_value * 1e6))
+    return Budget(**values)
 
 
 def mp(pixels: float) -> str:
@@ -145,192 +149,3 @@ class PixelLedger:
 
 
 LEDGER = PixelLedger()
-
-
-# ---- planning a render ------------------------------------------------------------------------
-
-
-class BudgetError(StepError):
-    """A render refused by a budget before DALI ran; ``param`` names what to lower (None when
-    no parameter can help), ``pixels`` the size refused and ``limit`` the budget."""
-
-    def __init__(self, message: str, step: int | None, op: str | None, *, param: str | None,
-                 pixels: int, limit: int) -> None:
-        super().__init__(message, step, op)
-        self.param = param
-        self.pixels = pixels
-        self.limit = limit
-
-
-@dataclass
-class PlannedStep:
-    """One step of a render plan: the output size of every image (an upper bound)."""
-
-    index: int | None  # the step's index in the preset; None for the training tail
-    op: str
-    canvas: Canvas
-    values: dict[str, Span]
-    sizes: list[Size]
-
-    def where(self) -> tuple[int | None, str | None, str]:
-        """(step, op, prefix) for an error: the tail has no step index."""
-        if self.index is None:
-            return None, self.op, f"training tail ({self.op}): "
-        return self.index, self.op, ""
-
-
-@dataclass
-class RenderPlan:
-    """Every step's output sizes for ``inputs`` (one size per image) and ``draws`` draws."""
-
-    inputs: list[Size]
-    draws: int
-    steps: list[PlannedStep] = field(default_factory=list)
-
-    def moved(self, k: int) -> int:
-        """Pixels step ``k`` takes in plus puts out over the batch."""
-        before = self.inputs if k == 0 else self.steps[k - 1].sizes
-        now = self.steps[k].sizes
-        return self.draws * sum(_px(a) + _px(b) for a, b in zip(before, now, strict=True))
-
-    @property
-    def outputs(self) -> list[Size]:
-        return self.steps[-1].sizes if self.steps else self.inputs
-
-    @property
-    def footprint(self) -> int:
-        """Pixels the render holds at its peak: its largest step plus the outputs' host copies."""
-        largest = max((self.moved(k) for k in range(len(self.steps))),
-                      default=self.draws * sum(map(_px, self.inputs)))
-        return largest + self.draws * sum(map(_px, self.outputs))
-
-
-def _px(size: Size) -> int:
-    return size[0] * size[1]
-
-
-def _span(value: Any) -> Span:
-    if isinstance(value, Uniform):
-        return Span((float(value.lo), float(value.hi)), continuous=True)
-    if isinstance(value, Choice):
-        return Span(tuple(float(v) for v in value.values))
-    return Span((float(value),))
-
-
-def plan_render(preset: Preset, inputs: Sequence[Size], draws: int, *, tail: bool = False,
-                overrides: Mapping[str, np.ndarray] | None = None,
-                catalog: Catalog = CATALOG) -> RenderPlan:
-    """The output size of every active step for every input (``tail``: the preset's output
-    resize and crop too). ``overrides`` are per-sample values fed instead of a parameter
-    (sweeps), by feed name; they count with their largest value."""
-    plan = RenderPlan([(int(h), int(w)) for h, w in inputs], draws)
-    sizes = list(plan.inputs)
-    for i, step in preset.active_steps():
-        canvas = getattr(catalog[step.op], "canvas", SAME)
-        values = {}
-        for name in canvas.params:
-            fed = (overrides or {}).get(feed_name(i, name))
-            values[name] = (Span(tuple(float(v) for v in np.unique(fed))) if fed is not None
-                            else _span(step.params[name]))
-        sizes = [canvas.size(s, values) for s in sizes]
-        plan.steps.append(PlannedStep(i, step.op, canvas, values, sizes))
-    out = preset.output if tail else None
-    if out is not None and out.resize_shorter:
-        values = {"resize_shorter": Span((float(out.resize_shorter),))}
-        canvas = Shorter("resize_shorter")
-        sizes = [canvas.size(s, values) for s in sizes]
-        plan.steps.append(PlannedStep(None, "output.resize_shorter", canvas, values, sizes))
-    if out is not None and out.crop:
-        values = {"crop_h": Span((float(out.crop[0]),)), "crop_w": Span((float(out.crop[1]),))}
-        canvas = Fixed("crop_h", "crop_w")
-        sizes = [canvas.size(s, values) for s in sizes]
-        plan.steps.append(PlannedStep(None, "output.crop", canvas, values, sizes))
-    return plan
-
-
-def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
-    """Raises :class:`BudgetError` for the first step over a budget; ``held`` is what the
-    kernel holds besides this render. A step over the render or kernel budget because of the
-    size an earlier step made (a colour step after a ``paste``) is blamed on that step."""
-    for i, (h, w) in enumerate(plan.inputs):
-        if h * w > budget.image_pixels:
-            index, op, prefix = plan.steps[0].where() if plan.steps else (None, None, "")
-            raise BudgetError(
-                f"{prefix}image {i} is {w}x{h} px ({mp(h * w)}); at most "
-                f"{mp(budget.image_pixels)} per image is allowed: preview a smaller size",
-                index, op, param=None, pixels=h * w, limit=budget.image_pixels)
-    for k, step in enumerate(plan.steps):
-        before = plan.inputs if k == 0 else plan.steps[k - 1].sizes
-        big = max(range(len(step.sizes)), key=lambda j: _px(step.sizes[j]))
-        (h, w), (ih, iw) = step.sizes[big], before[big]
-        if h * w > budget.image_pixels:
-            raise _error(step, f"{step.canvas.describe(step.values)} makes an image of up to "
-                         f"{w}x{h} px ({mp(h * w)}) from {iw}x{ih}; at most "
-                         f"{mp(budget.image_pixels)} per image is allowed",
-                         "preview a smaller size", h * w, budget.image_pixels)
-        moved = plan.moved(k)
-        if moved > budget.render_pixels:
-            blamed = _culprit(plan, k)
-            label = ("this step" if blamed is step else f"step {step.index} ({step.op})"
-                     if step.index is not None else step.op)
-            raise _error(blamed, f"{_made(blamed, step)}; over {len(plan.inputs)} image(s) x "
-                         f"{plan.draws} draw(s), {label} takes in and puts out {mp(moved)}, "
-                         "and at most "
-                         f"{mp(budget.render_pixels)} per step of a render is allowed",
-                         "preview fewer images, fewer draws or a smaller size", moved,
-                         budget.render_pixels)
-    need = plan.footprint
-    if held + need > budget.kernel_pixels:
-        if plan.steps:
-            k = max(range(len(plan.steps)), key=plan.moved)
-            blamed = _culprit(plan, k)
-            made = f"{_made(blamed, plan.steps[k])}; "
-        else:
-            blamed, made = None, ""
-        raise _error(blamed, f"{made}this render needs {mp(need)} while the kernel already "
-                     f"holds {mp(held)} in loaded images and other renders, and at most "
-                     f"{mp(budget.kernel_pixels)} per kernel is allowed",
-                     "preview fewer images, fewer draws or a smaller size", held + need,
-                     budget.kernel_pixels)
-
-
-def _culprit(plan: RenderPlan, k: int) -> PlannedStep:
-    """The last step up to ``k`` that sets the image size (step ``k`` itself if none does)."""
-    for j in range(k, -1, -1):
-        if plan.steps[j].canvas.params:
-            return plan.steps[j]
-    return plan.steps[k]
-
-
-def _made(blamed: PlannedStep, step: PlannedStep) -> str:
-    """What made the images as large as ``step``'s output, for a message."""
-    big = max(step.sizes, key=_px)
-    if blamed.canvas.params:
-        return f"{blamed.canvas.describe(blamed.values)} gives images of up to {big[1]}x{big[0]} px"
-    return f"the images are up to {big[1]}x{big[0]} px"
-
-
-def _error(step: PlannedStep | None, what: str, hint: str, pixels: int,
-           limit: int) -> BudgetError:
-    if step is None:
-        return BudgetError(f"{what}: {hint}", None, None, param=None, pixels=pixels,
-                           limit=limit)
-    index, op, prefix = step.where()
-    names = [p for p in step.canvas.params if p in step.values]
-    lower = f"lower {' and '.join(names)}, or " if names else ""
-    return BudgetError(f"{prefix}{what}: {lower}{hint}", index, op,
-                       param=names[0] if names else None, pixels=pixels, limit=limit)
-
-
-def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws: int, *,
-                 tail: bool = False, overrides: Mapping[str, np.ndarray] | None = None,
-                 catalog: Catalog = CATALOG, budget: Budget | None = None) -> RenderPlan:
-    """Plans the render ``owner`` (an engine) is about to run and checks it against the
-    budgets; raises :class:`BudgetError` (a :class:`StepError`) before any DALI work. On
-    success the plan's footprint becomes ``owner``'s render in the kernel's ledger."""
-    budget = budget or current()
-    plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
-                       overrides=overrides, catalog=catalog)
-    check_plan(plan, budget, held=LEDGER.held(excluding=owner))
-    LEDGER.hold_render(owner, plan.footprint)
-    return plan

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .budget import check_render
+from .render_budget import check_render
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, feed_name, preview_module
 from .device import Device, resolve

@@ -27,12 +27,17 @@ from .shards import EMBEDDED
 _PIPELINE = '''\
 @pipeline_def(enable_conditionals={conditionals})
 def training_pipeline(
-    file_root, files, aug_seed, shard_id, num_shards, shuffle, dec, hw_decoder_load
+    reader,
+    aug_seed,
+    shard_id,
+    num_shards,
+    shuffle,
+    dec,
+    hw_decoder_load,
 ):
     """Read, decode and augment; returns (images, labels)."""
     jpegs, labels = fn.readers.file(
-        file_root=file_root,
-        files=files,
+        **reader,
         shard_id=shard_id,
         num_shards=num_shards,
         random_shuffle=shuffle,
@@ -82,9 +87,9 @@ def create_pipeline(
     """
     check_shard(shard_id, num_shards)
     aug_seed = shard_seed(seed, shard_id)
-    return training_pipeline(
-        file_root=file_root,
-        files=flat_folder_files(file_root),
+    reader, keep = reader_args(file_root)
+    pipe = training_pipeline(
+        reader=reader,
         aug_seed=aug_seed,
         shard_id=shard_id,
         num_shards=num_shards,
@@ -98,6 +103,38 @@ def create_pipeline(
         enable_checkpointing=enable_checkpointing or checkpoint is not None,
         checkpoint=checkpoint,
     )
+    pipe.file_list_folder = keep  # the file list lives as long as the pipeline
+    return pipe
+
+
+def reader_args(file_root):
+    """readers.file's arguments for file_root, and the temporary folder they need (or
+    None). DALI takes string arguments only as UTF-8: a folder whose path, or a flat
+    folder whose file names, are other bytes is read through a link with a UTF-8 name
+    and a file list written as bytes (labels stay the file indices)."""
+    file_root = os.fsdecode(file_root)
+    files = flat_folder_files(file_root)
+    try:
+        for name in [file_root, *(files or [])]:
+            name.encode("utf-8")
+        return {{"file_root": file_root, "files": files}}, None
+    except UnicodeEncodeError:
+        pass
+    keep = tempfile.TemporaryDirectory(prefix="dali-file-list-")
+    root = os.path.join(keep.name, "root")
+    os.symlink(os.path.abspath(file_root), root)
+    if files is None:
+        return {{"file_root": root}}, keep
+    listed = os.path.join(keep.name, "files.txt")
+    with open(listed, "wb") as f:
+        for label, name in enumerate(files):
+            if "\\n" in name or "\\r" in name:
+                raise ValueError(
+                    f"{{name!r}}: readers.file cannot read a file whose name holds "
+                    "a line break from a file list; rename it"
+                )
+            f.write(os.fsencode(name) + b" %d\\n" % label)
+    return {{"file_root": root, "file_list": listed}}, keep
 
 
 def checkpoint_file(checkpoint_dir, iteration):
@@ -115,21 +152,24 @@ def read_checkpoint(path, settings):
             saved = json.load(f)
         with open(path, "rb") as f:
             state = f.read()
-    except (OSError, ValueError) as e:
+        iteration, saved_settings = saved["iteration"], saved["settings"]
+        if not isinstance(iteration, int) or not isinstance(saved_settings, dict):
+            raise ValueError("its .json is not batch_at()'s")
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(
             f"checkpoint {{path!r}}: {{e}}; restore a file saved by --checkpoint-every, "
             "with its .json beside it"
         ) from None
     wrong = [
-        f"{{k}} {{saved['settings'].get(k)!r}} (this run: {{v!r}})"
+        f"{{k}} {{saved_settings.get(k)!r}} (this run: {{v!r}})"
         for k, v in settings.items()
-        if k != "preset" and saved["settings"].get(k) != v
+        if k != "preset" and saved_settings.get(k) != v
     ]
-    if saved["settings"].get("preset") != settings["preset"]:
+    if saved_settings.get("preset") != settings["preset"]:
         wrong.append("another preset")
     if wrong:
         raise ValueError(f"checkpoint {{path!r}} was saved with " + ", ".join(wrong))
-    return saved["iteration"], state
+    return iteration, state
 
 
 def batch_at(
@@ -167,7 +207,10 @@ def batch_at(
     }}
     start, state = read_checkpoint(restore, settings) if restore else (0, None)
     if iteration < start:
-        raise ValueError(f"{{restore!r}} is the state before batch {{start}} > {{iteration}}")
+        raise ValueError(
+            f"{{restore!r}} is the state before batch {{start}}, after batch {{iteration}}: "
+            "replay that from the start or from an earlier checkpoint"
+        )
     if max_batches is not None and iteration + 1 - start > max_batches:
         raise ValueError(
             f"batch {{iteration}} is {{iteration + 1 - start}} batches away, more than "

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .budget import mp
+
 MAX_HEADER_BYTES = 1 << 20
 """Bytes read at most to find one image's size (seeks over skipped segments cost nothing)."""
 MAX_SEGMENTS = 65_536
@@ -262,7 +264,7 @@ def header_size(data: bytes) -> HeaderSize | None:
 
 def pixel_limit_reason(w: int, h: int, limit: int) -> str:
     """The problem text for an image of ``w`` x ``h`` over ``limit`` pixels."""
-    return f"too large ({w}x{h}, {w * h / 1e6:.0f} MP; the limit is {limit / 1e6:.0f} MP)"
+    return f"too large ({w}x{h}, {mp(w * h)}; the limit is {mp(limit)})"
 
 
 @dataclass(frozen=True)

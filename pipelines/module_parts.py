@@ -49,7 +49,7 @@ def helper_source(names: list[str]) -> str:
 def imports_for(code: str) -> list[str]:
     """Import lines (isort order) for what the code uses."""
     lines = []
-    std = [m for m in ("argparse", "json", "os") if re.search(rf"\b{m}\.", code)]
+    std = [m for m in ("argparse", "json", "os", "tempfile") if re.search(rf"\b{m}\.", code)]
     if std:
         lines += [f"import {m}" for m in std] + [""]
     if re.search(r"\bnp\.", code):

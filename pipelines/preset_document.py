@@ -105,7 +105,7 @@ class BadNumber:
 
 
 def _parse_int(text: str) -> int | BadNumber:
-    if len(text) > MAX_INT_DIGITS:  # int() would work for minutes past ~10**6 digits
+    if len(text) > MAX_INT_DIGITS:  # beyond float range; int() itself raises past 4300 digits
         return BadNumber(f"an integer of {len(text)} digits")
     return int(text)
 

@@ -9,7 +9,6 @@ record of the chain (what each sample drew and whether each step fired).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +18,7 @@ import numpy as np
 
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
+from .generated_module import import_source
 from .preset import Preset, Uniform
 
 EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
@@ -39,15 +39,9 @@ class ChainModules:
         if digest in self._modules:
             return self._modules[digest]
         name = f"{MODULE_PREFIX}{digest}"
-        path = self.folder / f"{name}.py"
-        path.write_text(code, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # autograph needs to find the source
-        spec.loader.exec_module(module)
-        self._modules[digest] = (module, path)
-        return module, path
+        module = import_source(code, self.folder, name)
+        self._modules[digest] = (module, self.folder / f"{name}.py")
+        return self._modules[digest]
 
     def clear(self) -> None:
         for name in [m for m in sys.modules if m.startswith(MODULE_PREFIX)]:

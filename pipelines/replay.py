@@ -10,13 +10,12 @@ train on first?": the preview engine on the shard's first files with the shard's
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,16 @@ import numpy as np
 from .catalog import CATALOG, Catalog
 from .device import Device, resolve
 from .export import export_code
+from .generated_module import import_source
 from .preset import Preset, load
-from .shards import ShardBatch, check_shard, first_batch, shard_range, shard_seed, training_files
+from .shards import (
+    ShardBatch,
+    check_shard,
+    first_batch,
+    shard_preset,
+    shard_range,
+    training_files,
+)
 from .step_error import StepError, clean_message
 
 MAX_REPLAY_BATCHES = 10_000
@@ -46,12 +53,6 @@ class Replayed:
     iteration: int
     device: Device
     ms: float
-
-
-def shard_preset(preset: Preset, shard_id: int) -> Preset:
-    """The preset whose preview draws what shard ``shard_id`` draws: its seed is
-    :func:`pipelines.shards.shard_seed` of the preset's (shard 0: the preset itself)."""
-    return replace(preset, seed=shard_seed(preset.seed, shard_id))
 
 
 def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_id: int,
@@ -110,7 +111,7 @@ def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int
     tmp = Path(tempfile.mkdtemp(prefix="dali-gallery-replay-"))
     name = f"dali_gallery_replay_{next(_names)}"
     try:
-        module = _import(export_code(preset, catalog), tmp, name)
+        module = import_source(export_code(preset, catalog), tmp, name)
         t0 = time.perf_counter()
         try:
             images, labels = module.batch_at(
@@ -138,17 +139,6 @@ def _check_ops(preset: Preset, device: Device, restoring: bool, catalog: Catalog
             raise StepError("DALI cannot checkpoint this operator, so the pipeline cannot be "
                             "restored from a checkpoint; replay from the start (omit --restore)",
                             i, step.op)
-
-
-def _import(code: str, folder: Path, name: str) -> Any:
-    path = folder / f"{name}.py"
-    path.write_text(code, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # DALI's conditionals (autograph) look the source up
-    spec.loader.exec_module(module)
-    return module
 
 
 def batch_sheet(images: list[np.ndarray], labels: np.ndarray, tile: int = 192) -> Any:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .image_files import IMAGE_EXTENSIONS, byte_key, scan_folder
+from .preset import Preset
 
 
 def shard_seed(seed, shard_id):
@@ -54,6 +55,12 @@ def flat_folder_files(file_root):
 
 EMBEDDED = (shard_seed, check_shard, flat_folder_files)
 """Functions the exported module carries verbatim (their source, no type hints)."""
+
+
+def shard_preset(preset: Preset, shard_id: int) -> Preset:
+    """The preset whose preview draws what shard ``shard_id`` draws: its seed is
+    :func:`shard_seed` of the preset's (shard 0: the same preset)."""
+    return replace(preset, seed=shard_seed(preset.seed, shard_id))
 
 
 def shard_range(n_files: int, shard_id: int, num_shards: int) -> range:

@@ -5,6 +5,7 @@
 set -uo pipefail
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
+# a source checkout imports without installing (dali_gallery/__init__.py finds the folders)
 export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 python -c "import nvidia.dali as d; print('DALI', d.__version__)" | tee -a "$out/gpu.txt"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, OpSpec
 from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.params import RANGE
 from dali_gallery.pipelines.preset import Preset, load
 
@@ -27,16 +26,7 @@ def preset_dict(steps: list[dict[str, Any]], seed: int = 7, output: Any = None) 
 
 def import_export(preset: Preset | dict, tmp: Path) -> Any:
     """Write the exported module to ``tmp`` and import it (as a user's training script would)."""
-    code = export_code(preset)
-    name = f"exported_{next(_counter)}"
-    path = tmp / f"{name}.py"
-    path.write_text(code, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_source(export_code(preset), tmp, f"exported_{next(_counter)}")
 
 
 def first_batch(preset: Preset | dict, folder: Path, n: int, tmp: Path,

@@ -41,6 +41,7 @@ from .model import ChainModel, Change
 from .picker import Picker
 from .render import PreviewRenderer, RenderRequest, RenderResult
 from .scheduler import Scheduler
+from .shard_selector import ShardSelector
 from .step_card import StepCard
 from .suggest import suggested_params
 
@@ -74,10 +75,11 @@ class Builder:
         self._restorable: Preset | None = None
         self.picker = Picker(resolve(device), self._add_from_picker, catalog,
                              on_visible=lambda names: self.live.want_thumbnails(names))
+        self.shards = ShardSelector(lambda *_: self._on_view_change())
         self.live = LivePreview(
             device=device, catalog=catalog, draws=draws, max_images=max_images, size=size,
             seed=self.model.preset.seed, sync=sync, thumbnails=thumbnails, picker=self.picker,
-            current=lambda: self.model.preset, on_seed=self._on_seed,
+            current=lambda: self.shards.preset_for(self.model.preset), on_seed=self._on_seed,
             on_errors=self._show_step_error, on_idle=self._on_idle, lock=self._ui)
         self.engine = self.live.engine
         self.device = self.live.device
@@ -116,7 +118,8 @@ class Builder:
         title = w.HTML(f"<b>DALI pipeline builder</b> <span style='opacity:.7'>&middot; "
                        f"preview on {escape(describe(self.device))}</span>")
         toolbar = style.classed(w.HBox([title, self.undo_button, self.redo_button,
-                                        self.restore_button, self.notice, self.status],
+                                        self.shards.widget, self.restore_button,
+                                        self.notice, self.status],
                                        layout=w.Layout(align_items="center")), style.TOOLBAR)
         left_tabs = w.Tab(children=[self.picker.widget, self.images_panel.widget])
         left_tabs.titles = ("Add a step", "Images")
@@ -182,6 +185,10 @@ class Builder:
         seed = random.SystemRandom().randrange(2**31)
         self.model.set_seed(seed)
         return seed
+
+    def set_shard(self, shard_id: int, num_shards: int) -> None:
+        """Preview what shard ``shard_id`` of ``num_shards`` GPUs draws (its own seed)."""
+        self.shards.set(shard_id, num_shards)
 
     def undo(self) -> bool:
         return self.model.undo()
@@ -258,7 +265,7 @@ class Builder:
         """The ``dali-gallery render`` command that renders the same grid."""
         preset_file = f"{slug(self.model.preset.name)}_preset.json"
         return shlex.join(["dali-gallery", "render", preset_file, *self.live.cli_args(),
-                           "--out", "grid.png"])
+                           *self.shards.cli_args(self.model.preset), "--out", "grid.png"])
 
     def close(self) -> None:
         """Stop the worker and release DALI pipelines and widgets."""
@@ -266,6 +273,10 @@ class Builder:
         style.close_tree(self.widget)
 
     # ---- reacting to edits --------------------------------------------------------------------
+
+    def _on_view_change(self) -> None:
+        self._export_dirty = True  # the CLI command follows the view
+        self.live.request()
 
     def _on_change(self, change: Change) -> None:
         if self.autosave is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from dali_gallery.pipelines.images import SUPPORTED_EXTENSIONS, ImageProblem
+from dali_gallery.pipelines.images import SUPPORTED_EXTENSIONS, ImageProblem, readable
 
 from . import style
 
@@ -42,23 +42,37 @@ class ImageSource:
 
     @property
     def cli_path(self) -> str | None:
-        """What ``dali-gallery render --images`` takes to read the same files, if anything."""
+        """What ``dali-gallery render --images`` takes to read the same files, if anything.
+
+        A confined source (``root`` set: the served app) is named relative to its root, never
+        by the server's absolute path, which the page would show to every visitor."""
         if self.kind in ("samples", "folder"):
-            return str(Path(self.items).resolve())
-        if self.kind == "paths" and len(self.items) == 1:
-            return str(Path(self.items[0]).resolve())
-        return None
+            path = Path(self.items)
+        elif self.kind == "paths" and len(self.items) == 1:
+            path = Path(self.items[0])
+        else:
+            return None
+        if self.root is None:
+            return str(path.resolve())
+        if self.kind == "samples":  # confined to the samples folder, not under the allowed root
+            return None
+        return _relative(path, self.root)
 
 
 def source_from(images: Any, root: Path | None = None) -> ImageSource:
     """An :class:`ImageSource` for what ``Builder(images=...)`` accepts: a folder or file
-    path, a list of paths, or a list of (name, bytes) uploads."""
+    path, a list of paths, or a list of (name, bytes) uploads (an ImageSource as it is).
+    With ``root`` every file must lie inside it (symlinks followed) and paths are shown
+    relative to it."""
+    if isinstance(images, ImageSource):
+        return images
     if isinstance(images, (str, os.PathLike)):
         path = Path(images)
-        kind = "samples" if _same_path(path, SAMPLES_DIR) else (
+        kind = "samples" if root is None and _same_path(path, SAMPLES_DIR) else (
             "folder" if path.is_dir() else "paths")
         items: Any = path if kind != "paths" else [path]
-        return ImageSource(kind, items, str(path), root)
+        label = str(path) if root is None else (_relative(path, root) or path.name)
+        return ImageSource(kind, items, Path(root).name if label == "." else label, root)
     if isinstance(images, Sequence) and not isinstance(images, (bytes, bytearray)):
         if all(isinstance(x, tuple) and len(x) == 2 for x in images):
             return ImageSource("upload", list(images), f"{len(images)} uploaded file(s)")
@@ -66,6 +80,12 @@ def source_from(images: Any, root: Path | None = None) -> ImageSource:
         return ImageSource("paths", paths, f"{len(paths)} file(s)", root)
     raise TypeError(f"images={type(images).__name__} is not allowed; expected a folder, a "
                     "file, a list of paths or a list of (name, bytes)")
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    """``path`` relative to ``root`` (POSIX, "." for the root itself); None when outside."""
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else Path(rel).as_posix()
 
 
 def _same_path(a: Path, b: Path) -> bool:
@@ -79,7 +99,7 @@ def resolve_folder(text: str, root: Path | None) -> Path:
     """The folder a user typed, checked against the allowed root; ValueError says why not."""
     text = text.strip()
     if not text:
-        raise ValueError("enter a folder" + (f" inside {root}" if root else ""))
+        raise ValueError("enter a folder" + (" inside the allowed root" if root else ""))
     if "\x00" in text:
         raise ValueError("the folder name contains a NUL character")
     if root is None:
@@ -87,14 +107,14 @@ def resolve_folder(text: str, root: Path | None) -> Path:
     else:
         if os.path.isabs(text) or text.startswith("~"):
             raise ValueError(f"{text!r}: absolute paths are not allowed; give a folder "
-                             f"relative to the allowed root {root}")
+                             "relative to the allowed root")
         if ".." in Path(text).parts:
             raise ValueError(f"{text!r}: '..' is not allowed; folders must stay inside the "
-                             f"allowed root {root}")
+                             "allowed root")
         path = root / text
         real, root_real = os.path.realpath(path), os.path.realpath(root)
         if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
-            raise ValueError(f"{text!r} leads outside the allowed root {root} (through a "
+            raise ValueError(f"{text!r} leads outside the allowed root (through a "
                              "symbolic link); it was not opened")
     if not path.exists():
         raise ValueError(f"{text!r} does not exist")
@@ -135,10 +155,12 @@ def list_folders(root: Path, depth: int = 2, limit: int = MAX_FOLDERS_LISTED) ->
 
 def upload_items(value: Sequence[dict[str, Any]],
                  limit: int = UPLOAD_LIMIT) -> tuple[list[tuple[str, bytes]], list[ImageProblem]]:
-    """FileUpload entries as (name, bytes), too large or too many files as problems."""
+    """FileUpload entries as (name, bytes), too large or too many files as problems. A name
+    comes from the browser: it is shown only through :func:`readable` (no line breaks or
+    control characters can forge a line of the problem list)."""
     items, problems = [], []
     for k, entry in enumerate(value):
-        name = str(entry.get("name") or f"upload-{k + 1}")
+        name = readable(str(entry.get("name") or f"upload-{k + 1}"))
         size = int(entry.get("size") or len(entry.get("content", b"")))
         if k >= MAX_UPLOADS:
             problems.append(ImageProblem(name, f"not loaded: at most {MAX_UPLOADS} files per "
@@ -163,7 +185,8 @@ class ImagesPanel:
             description="bundled samples", icon="images", disabled=not _is_dir(samples),
             tooltip="the sample photos shipped with dali-gallery"), style.SAMPLES)
         self.samples.on_click(lambda _: self.load_samples())
-        where = f"inside {allowed_root}" if allowed_root else "any folder on the server"
+        # never the absolute path: a served page shows this to every visitor
+        where = "relative to the allowed root" if allowed_root else "any folder on the server"
         options = list_folders(allowed_root) if allowed_root else []
         self.folder = style.classed(w.Combobox(
             placeholder=f"folder ({where})", options=options, ensure_option=False,
@@ -190,7 +213,9 @@ class ImagesPanel:
         if not _is_dir(self.samples_dir):
             return self._refuse("the bundled samples folder is missing")
         assert self.samples_dir is not None
-        return self._load(ImageSource("samples", self.samples_dir, "bundled samples"))
+        # confined (served): the samples pass the same check, inside their own folder
+        root = self.samples_dir if self.allowed_root is not None else None
+        return self._load(ImageSource("samples", self.samples_dir, "bundled samples", root))
 
     def load_folder(self, text: str) -> list[ImageProblem]:
         """Load a typed folder (restricted to the allowed root); refusals are shown."""

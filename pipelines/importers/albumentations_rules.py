@@ -1,1 +1,105 @@
-RULES = []
+"""Albumentations normalisation, conversions and containers, and every Albumentations rule in
+one list (:data:`RULES`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import albumentations_geometry, albumentations_pixels
+from .reference import alb
+from .rules import (
+    REQUIRED,
+    Args,
+    Context,
+    Conversion,
+    Fixed,
+    Refused,
+    Rule,
+    Verdict,
+    container,
+    conversion,
+    number,
+    sequence,
+    unsupported,
+)
+
+LIB = "albumentations"
+
+
+def _normalize_values(a: Args) -> tuple[list[float], list[float]]:
+    if a["normalization"] != "standard":
+        raise Refused(f"normalization {a['normalization']!r}: the output tail subtracts a fixed "
+                      "mean and divides by a fixed std", nearest="normalization='standard'")
+    scale = 255 / number(a["max_pixel_value"] or 255, "max_pixel_value")
+    mean = [number(v, "mean") * scale for v in sequence(a["mean"] or [0.0])]
+    std = [number(v, "std") * scale for v in sequence(a["std"] or [1.0])]
+    return mean, std
+
+
+def _normalize_convert(a: Args, c: Context) -> Conversion:
+    mean, std = _normalize_values(a)
+    c.mean, c.std, c.scaled = tuple(mean), tuple(std), True
+    return Conversion(tail={"mean": mean, "std": std, "dtype": "float32"})
+
+
+def _normalize_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
+    mean, std = _normalize_values(a)
+    ref = alb("Normalize", mean=tuple(a["mean"]), std=tuple(a["std"]),
+              max_pixel_value=a["max_pixel_value"])
+    return Fixed([], lambda img: np.asarray(ref(img), dtype=np.float32), "normalised",
+                 tail={"mean": mean, "std": std})
+
+
+def _to_float(a: Args, c: Context) -> Conversion:
+    c.scaled = True
+    top = number(a["max_value"] or 255, "max_value")
+    return Conversion(tail={"dtype": "float32", "mean": [0.0], "std": [top / 255]})
+
+
+def _container(name: str, params: tuple[str, ...], defaults: dict[str, Any], what: str) -> Rule:
+    return container(LIB, name, params, defaults, what)
+
+
+RULES = albumentations_geometry.RULES + albumentations_pixels.RULES + [
+    Rule(LIB, "Normalize", ("mean", "std", "max_pixel_value", "normalization", "p"),
+         {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "max_pixel_value": 255.0,
+          "normalization": "standard", "p": 1.0},
+         "output tail mean/std (fractions of max_pixel_value), float32",
+         Verdict("equivalent", 0.01, reason="float rounding"),
+         convert=_normalize_convert, fixed=_normalize_fixed),
+    conversion(LIB, "ToTensorV2", ("transpose_mask", "p"), {"transpose_mask": False, "p": 1.0},
+               "CHW layout", lambda a, c: Conversion(tail={"layout": "CHW"})),
+    conversion(LIB, "ToFloat", ("max_value", "p"), {"max_value": None, "p": 1.0},
+               "float32 divided by max_value", _to_float),
+    unsupported(LIB, "Lambda", ("image", "mask", "keypoints", "bboxes", "name", "p"),
+                {"image": None, "mask": None, "keypoints": None, "bboxes": None, "name": None,
+                 "p": 1.0},
+                "custom Python code is never imported or run",
+                "a custom operator (@custom_op) with the same code"),
+    _container("Compose", ("transforms", "bbox_params", "keypoint_params", "additional_targets",
+                           "p", "is_check_shapes", "strict", "mask_interpolation", "seed",
+                           "save_applied_params"),
+               {"transforms": REQUIRED, "bbox_params": None, "keypoint_params": None,
+                "additional_targets": None, "p": 1.0, "is_check_shapes": True, "strict": False,
+                "mask_interpolation": None, "seed": None, "save_applied_params": False},
+               "the chain, in order"),
+    _container("OneOf", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
+               "a one-of group fired with p (each transform's p is its weight)"),
+    _container("SomeOf", ("transforms", "n", "replace", "p"),
+               {"transforms": REQUIRED, "n": 1, "replace": False, "p": 1},
+               "n=1: a one-of group; n = all: a group applied together; else not imported"),
+    _container("Sequential", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
+               "a group applied together with probability p"),
+    unsupported(LIB, "OneOrOther", ("first", "second", "transforms", "p"),
+                {"first": None, "second": None, "transforms": None, "p": 0.5},
+                "the two-branch form is not read", "OneOf with the two transforms"),
+    unsupported(LIB, "RandomOrder", ("transforms", "n", "replace", "p"),
+                {"transforms": REQUIRED, "n": 1, "replace": False, "p": 1},
+                "a DALI pipeline applies its steps in one fixed order",
+                "the transforms in the listed order"),
+    unsupported(LIB, "SelectiveChannelTransform", ("transforms", "channels", "p"),
+                {"transforms": REQUIRED, "channels": (0, 1, 2), "p": 1.0},
+                "the catalog's steps apply to all channels", "the transforms on all channels"),
+]

@@ -59,9 +59,9 @@ class Verdict:
             return "identical" + (f" ({self.reason})" if self.reason else "")
         if self.kind == "equivalent":
             if self.measure == "noise_std":
-                text = f"equivalent in distribution: noise std within {self.levels:g} levels"
+                text = f"equivalent in distribution: noise std within {_levels(self.levels)}"
             else:
-                text = f"equivalent within {self.levels:g} levels"
+                text = f"equivalent within {_levels(self.levels)}"
                 if self.share < 1:
                     text += f" on {self.share * 100:g}% of pixels"
             return text + (f" ({self.reason})" if self.reason else "")
@@ -73,6 +73,10 @@ class Verdict:
 
 
 IDENTICAL = Verdict("identical")
+
+
+def _levels(n: float) -> str:
+    return f"{n:g} level" + ("" if n == 1 else "s")
 
 
 @dataclass

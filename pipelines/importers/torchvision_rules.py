@@ -125,7 +125,7 @@ RULES = torchvision_geometry.RULES + torchvision_pixels.RULES + [
          reverse=_policy_reverse("auto_augment")),
     Rule(LIB, "JPEG", ("quality",), {"quality": REQUIRED},
          "jpeg_compression_distortion (quality, uniform for a range)",
-         Verdict("equivalent", 24, 0.99, reason="different JPEG encoders"),
+         Verdict("equivalent", 16, 0.99, reason="different JPEG encoders"),
          convert=lambda a, c: Conversion([step("jpeg_compression_distortion", quality=drawn(
              *(pair(a["quality"], "quality") if isinstance(a["quality"], list)
                else (number(a["quality"], "quality"),) * 2), integer=True))]),

@@ -13,19 +13,13 @@ import pytest
 from PIL import Image
 
 from dali_gallery.pipelines import budget as budget_mod
-from dali_gallery.pipelines.budget import (
-    IMAGE_PIXELS,
-    LEDGER,
-    Budget,
-    BudgetError,
-    check_plan,
-    plan_render,
-)
+from dali_gallery.pipelines.budget import IMAGE_PIXELS, LEDGER, Budget
 from dali_gallery.pipelines.canvas import SAME, Rotated, Span
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import EncodedImage, decode
 from dali_gallery.pipelines.preset import Choice, Preset, Uniform, new_step, parse_document
+from dali_gallery.pipelines.render_budget import BudgetError, check_plan, plan_render
 from tests.support import SAMPLES, preset_dict
 
 ODD_SIZES = [(37, 53), (100, 21), (64, 64)]

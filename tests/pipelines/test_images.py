@@ -471,3 +471,23 @@ def test_decode_in_a_fresh_process(corpus: dict[str, CorpusEntry]) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     n_ok, n_bad = map(int, out.stdout.split())
     assert n_ok == len(DECODABLE) and n_ok + n_bad == len(paths)
+
+
+def test_problems_never_name_a_server_path(tmp_path: Path) -> None:
+    """Error text reaches the served page: a folder is named by its own name (or relative to
+    the allowed root), an OS error by its reason only, never by the absolute path."""
+    empty = tmp_path / "holiday"
+    empty.mkdir()
+    _, problems = collect(empty)
+    assert problems == [ImageProblem("holiday", "no images found")]
+    _, problems = collect("holiday", root=tmp_path)
+    assert problems == [ImageProblem("holiday", "no images found")]
+    reason = images_mod.os_error_reason(OSError(5, "Input/output error", str(tmp_path / "x")))
+    assert reason == "cannot be read (Input/output error)" and str(tmp_path) not in reason
+
+
+def test_uploaded_names_cannot_forge_report_lines(corpus: dict[str, CorpusEntry]) -> None:
+    data = corpus["good_png"].path.read_bytes()
+    got, problems = collect([("x.gif: fine\nok.png", data), ("\x1b[2Jx.gif", data)])
+    assert [g.name for g in got] == ["x.gif: fine\\nok.png"]
+    assert [p.name for p in problems] == ["\\x1b[2Jx.gif"]

@@ -101,14 +101,18 @@ def test_a_checkpoint_of_other_settings_is_refused(images, script_run):
     with pytest.raises(ValueError, match="another preset"):
         replay(other, images, iteration=4, batch_size=BATCH, shard_id=SHARD,
                num_shards=SHARDS, device="cpu", restore=saved)
-    with pytest.raises(ValueError, match="state before batch 3 > 2"):
+    with pytest.raises(ValueError, match="state before batch 3, after batch 2"):
         replay(PRESET, images, iteration=2, batch_size=BATCH, shard_id=SHARD,
                num_shards=SHARDS, device="cpu", restore=saved)
 
 
-def test_a_checkpoint_without_its_settings_is_refused(images, script_run, tmp_path):
+@pytest.mark.parametrize("sidecar", [None, "[1, 2]", '{"iteration": "3", "settings": {}}',
+                                     "not json"])
+def test_a_checkpoint_without_its_settings_is_refused(images, script_run, tmp_path, sidecar):
     lone = tmp_path / "lone.cpt"
     lone.write_bytes((script_run["checkpoints"] / "iteration_00000001.cpt").read_bytes())
+    if sidecar is not None:
+        (tmp_path / "lone.cpt.json").write_text(sidecar)
     with pytest.raises(ValueError, match="with its .json beside it"):
         replay(PRESET, images, iteration=1, batch_size=BATCH, shard_id=SHARD,
                num_shards=SHARDS, device="cpu", restore=lone)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dali_gallery.pipelines.budget import BudgetError
+from dali_gallery.pipelines.render_budget import BudgetError
 from tests.support import preset_dict
 from tests.widgets.conftest import settle
 

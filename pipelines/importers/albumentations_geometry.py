@@ -1,0 +1,440 @@
+"""Albumentations geometry (flips, crops, resizes, rotations, affine warps) -> preset steps.
+
+Albumentations passes OpenCV codes: interpolation 0 nearest, 1 linear, 2 cubic, 3 area;
+border_mode 0 is a constant fill (the only border DALI's warps have). Its resizes use OpenCV
+without antialiasing, so the imported steps turn DALI's antialiasing off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .reference import alb
+from .rules import (
+    IDENTICAL,
+    REQUIRED,
+    Args,
+    Context,
+    Conversion,
+    Fixed,
+    Refused,
+    Rule,
+    Verdict,
+    drawn,
+    fmt,
+    lit,
+    number,
+    pair,
+    sequence,
+    single_fill,
+    span_of,
+    step,
+    symmetric,
+    unsupported,
+)
+from .torchvision_geometry import NEAREST_WARP
+
+LIB = "albumentations"
+LINEAR_WARP = Verdict("equivalent", 1, reason="OpenCV's and DALI's bilinear warps round alike "
+                      "but for 1 level")
+INTERP = {0: "nn", 1: "linear", 2: "cubic", 3: "linear", 6: "nn", 5: "linear"}
+
+
+def _p(a: Args) -> float:
+    return number(a["p"], "p")
+
+
+def _interp(code: Any, allowed: tuple[str, ...] = ("nn", "linear")) -> str:
+    out = INTERP.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    if out not in allowed:
+        raise Refused(f"interpolation {code!r} has no DALI equivalent here",
+                      nearest="interpolation=cv2.INTER_LINEAR")
+    return out
+
+
+def _border(a: Args) -> None:
+    if a.get("border_mode", 0) not in (0, None):
+        raise Refused(f"border_mode {a['border_mode']!r}: DALI's warps fill with a constant",
+                      nearest="border_mode=cv2.BORDER_CONSTANT")
+
+
+def _flip(horizontal: bool) -> Rule:
+    name = "HorizontalFlip" if horizontal else "VerticalFlip"
+
+    def reverse(s: dict[str, Any]) -> str | None:
+        if s["op"] != "flip":
+            return None
+        h, v = s["params"].get("horizontal"), s["params"].get("vertical", False)
+        p = s.get("probability", 1.0)
+        if isinstance(h, dict) and h.get("choice") in ([True, False], [False, True]):
+            h, p = True, p * 0.5
+        return f"A.{name}(p={fmt(p)})" if (h, v) == (horizontal, not horizontal) else None
+
+    return Rule(LIB, name, ("p",), {"p": 0.5},
+                f"flip (horizontal={horizontal}, vertical={not horizontal}), probability p",
+                IDENTICAL,
+                convert=lambda a, c: Conversion([step("flip", _p(a), horizontal=horizontal,
+                                                      vertical=not horizontal)]),
+                fixed=lambda a, shape: Fixed([step("flip", horizontal=horizontal,
+                                                   vertical=not horizontal)], alb(name),
+                                             "flipped"),
+                reverse=reverse)
+
+
+def _rotate_convert(a: Args, c: Context) -> Conversion:
+    _border(a)
+    if a.get("crop_border"):
+        raise Refused("crop_border: DALI's rotate keeps the size without cropping",
+                      nearest="crop_border=False")
+    lo, hi = symmetric(a["limit"], "limit")
+    interp = _interp(a["interpolation"])
+    return Conversion([step("rotate", _p(a), angle=drawn(lo, hi), keep_size=True,
+                            fill_value=single_fill(a["fill"]), interp_type=interp)],
+                      verdict=NEAREST_WARP if interp == "nn" else LINEAR_WARP)
+
+
+def _rotate_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
+    conv = _rotate_convert(a, Context(LIB))
+    lo, hi = symmetric(a["limit"], "limit")
+    angle = hi if abs(hi) >= abs(lo) else lo
+    s = conv.steps[0]
+    s["params"]["angle"], s["probability"] = angle, 1.0
+    return Fixed([s], alb("Rotate", limit=(angle, angle), interpolation=a["interpolation"],
+                          fill=s["params"]["fill_value"]), f"angle {fmt(angle)} deg")
+
+
+def _rotate_reverse(s: dict[str, Any]) -> str | None:
+    if s["op"] != "rotate" or span_of(s, "angle") is None or not s["params"].get("keep_size"):
+        return None
+    lo, hi = span_of(s, "angle")
+    interp = {"nn": 0, "linear": 1}.get(s["params"].get("interp_type", "linear"), 1)
+    return (f"A.Rotate(limit=({fmt(lo)}, {fmt(hi)}), interpolation={interp}, border_mode=0, "
+            f"fill={fmt(s['params'].get('fill_value', 0))}, p={fmt(s.get('probability', 1))})")
+
+
+def _xy(value: Any, what: str, center: float = 0.0) -> tuple[tuple[float, float],
+                                                             tuple[float, float]]:
+    """Albumentations' per-axis forms: a number, a range or {"x": ..., "y": ...}."""
+    if isinstance(value, dict):
+        x = value.get("x", center)
+        y = value.get("y", center)
+        return _range(x, what, center), _range(y, what, center)
+    r = _range(value, what, center)
+    return r, r
+
+
+def _range(v: Any, what: str, center: float) -> tuple[float, float]:
+    """A range as written; a single number is that value (scale 1.2 means 1.2)."""
+    if isinstance(v, (list, tuple)):
+        return pair(v, what)
+    x = number(v, what)
+    return x, x
+
+
+def _affine_convert(a: Args, c: Context, fixed: bool = False) -> Conversion:
+    _border(a)
+    if a["fit_output"]:
+        raise Refused("fit_output: DALI's warps keep the image size", nearest="fit_output=False")
+    interp = _interp(a["interpolation"])
+    fill = single_fill(a["fill"])
+    pick = (lambda lo, hi: hi if abs(hi) >= abs(lo) else lo) if fixed else drawn
+    conv = Conversion()
+    reasons = []
+    rlo, rhi = symmetric(a["rotate"], "rotate") if not isinstance(a["rotate"], (int, float)) \
+        else (float(a["rotate"]), float(a["rotate"]))
+    if (rlo, rhi) != (0, 0):
+        conv.steps.append(step("rotate", 1.0, angle=pick(rlo, rhi), keep_size=True,
+                               fill_value=fill, interp_type=interp))
+    (sxlo, sxhi), (sylo, syhi) = _xy(a["scale"], "scale", 1.0)
+    warp: dict[str, Any] = {}
+    if (sxlo, sxhi) != (sylo, syhi) and not a.get("keep_ratio"):
+        reasons.append("x and y scale differ; DALI's step scales both alike (x range used)")
+    if (sxlo, sxhi) != (1.0, 1.0):
+        warp["scale"] = pick(sxlo, sxhi)
+    (hxlo, hxhi), (hylo, hyhi) = _xy(a["shear"], "shear")
+    if (hxlo, hxhi) != (0, 0):
+        warp["shear_x"] = pick(*sorted((-math.tan(math.radians(hxhi)),
+                                        -math.tan(math.radians(hxlo)))))
+    if (hylo, hyhi) != (0, 0):
+        warp["shear_y"] = pick(*sorted((-math.tan(math.radians(hyhi)),
+                                        -math.tan(math.radians(hylo)))))
+    if warp:
+        conv.steps.append(step("warp_affine", 1.0, fill_value=fill, interp_type=interp, **warp))
+    if a.get("translate_percent") is not None or a.get("translate_px") is not None:
+        reasons.append("the random translation is not imported (the catalog translates only "
+                       "by auto_aug magnitude bins)")
+        conv.notes.append("translation dropped; nearest: auto_aug.translate_x / translate_y")
+    if len(conv.steps) > 1:
+        reasons.append("rotation and scale/shear are two resampling passes (Albumentations: "
+                       "one)")
+    if len(conv.steps) > 1 and not fixed:
+        reasons.append(f"the two steps fire independently with p={fmt(_p(a))}")
+    for s in conv.steps:
+        s["probability"] = 1.0 if fixed else _p(a)
+    conv.verdict = Verdict("different", reason="; ".join(reasons)) if reasons else (
+        NEAREST_WARP if interp == "nn" else LINEAR_WARP)
+    return conv
+
+
+def _affine_fixed(a: Args, shape: tuple[int, ...]) -> Fixed | None:
+    conv = _affine_convert(a, Context(LIB), fixed=True)
+    if not conv.steps:
+        return None
+    kw: dict[str, Any] = {"interpolation": a["interpolation"], "fill": single_fill(a["fill"])}
+    for s in conv.steps:
+        if s["op"] == "rotate":
+            kw["rotate"] = (s["params"]["angle"],) * 2
+        else:
+            if "scale" in s["params"]:
+                kw["scale"] = (s["params"]["scale"],) * 2
+            shear = [-math.degrees(math.atan(s["params"].get(k, 0.0)))
+                     for k in ("shear_x", "shear_y")]
+            kw["shear"] = {"x": (shear[0],) * 2, "y": (shear[1],) * 2}
+    return Fixed(conv.steps, alb("Affine", **kw), ", ".join(f"{k} {v}" for k, v in kw.items()
+                                                           if k in ("rotate", "scale")))
+
+
+def _perspective_convert(a: Args, c: Context) -> Conversion:
+    _border(a)
+    scale = a["scale"]
+    lo, hi = pair(scale, "scale") if isinstance(scale, list) else (0.0, number(scale, "scale"))
+    return Conversion([step("experimental.warp_perspective", _p(a), tilt_x=drawn(-2 * hi, 2 * hi),
+                            tilt_y=drawn(-2 * hi, 2 * hi), fill_value=single_fill(a["fill"]),
+                            interp_type=_interp(a["interpolation"]))])
+
+
+def _ssr_convert(a: Args, c: Context) -> Conversion:
+    shift = [a["shift_limit"], a.get("shift_limit_x"), a.get("shift_limit_y")]
+    lo, hi = symmetric(a["scale_limit"], "scale_limit")
+    args = {"rotate": list(symmetric(a["rotate_limit"], "rotate_limit")),
+            "scale": [1 + lo, 1 + hi], "shear": 0.0, "interpolation": a["interpolation"],
+            "fill": a["fill"], "border_mode": a["border_mode"], "fit_output": False,
+            "p": a["p"], "translate_percent": None, "translate_px": None}
+    if any(s not in (None, 0, 0.0, [0, 0], [0.0, 0.0]) for s in shift):
+        args["translate_percent"] = shift[0]
+    return _affine_convert(args, c)
+
+
+def _crop_convert(a: Args, c: Context, centre: bool) -> Conversion:
+    h, w = int(number(a["height"], "height")), int(number(a["width"], "width"))
+    pos: Any = 0.5 if centre else {"uniform": [0.0, 1.0]}
+    conv = Conversion([step("crop", _p(a), crop_h=float(h), crop_w=float(w), crop_pos_x=pos,
+                            crop_pos_y=pos, out_of_bounds_policy="pad")],
+                      {"crop": [h, w]} if centre and _p(a) == 1 else None)
+    if a.get("pad_if_needed"):
+        conv.notes.append("pad_if_needed: DALI pads a window larger than the image with 0")
+    return conv
+
+
+def _crop_reverse(s: dict[str, Any]) -> str | None:
+    if s["op"] != "crop" or lit(s, "crop_h") is None or lit(s, "crop_w") is None:
+        return None
+    h, w = int(lit(s, "crop_h")), int(lit(s, "crop_w"))
+    if lit(s, "crop_pos_x") == 0.5 and lit(s, "crop_pos_y") == 0.5:
+        return f"A.CenterCrop({h}, {w}, pad_if_needed=True)"
+    if span_of(s, "crop_pos_x") == (0.0, 1.0) and span_of(s, "crop_pos_y") == (0.0, 1.0):
+        return f"A.RandomCrop({h}, {w}, pad_if_needed=True)"
+    return None
+
+
+SMALLEST_VERDICT = Verdict("equivalent", 8, 0.99, reason="OpenCV vs DALI resampling; the "
+                           "longer side may differ by 1 px", size_slack=1)
+
+
+def _random_crop_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
+    h, w = int(number(a["height"], "height")), int(number(a["width"], "width"))
+    ref = alb("Crop", x_min=max(0, shape[1] - w), y_min=max(0, shape[0] - h), x_max=shape[1],
+              y_max=shape[0], pad_if_needed=True, pad_position="top_left")
+    return Fixed([step("crop", crop_h=float(h), crop_w=float(w), crop_pos_x=1.0,
+                       crop_pos_y=1.0, out_of_bounds_policy="pad")], ref, "bottom-right window")
+
+
+def _smallest_convert(a: Args, c: Context) -> Conversion:
+    if a.get("max_size_hw") is not None:
+        raise Refused("max_size_hw sets both sides; the catalog's resize sets the shorter side",
+                      nearest="max_size")
+    sizes = [number(v, "max_size") for v in sequence(a["max_size"])]
+    interp = _interp(a["interpolation"], ("nn", "linear", "cubic"))
+    antialias = a["interpolation"] == 3  # INTER_AREA filters; the others do not
+    value: Any = sizes[0] if len(sizes) == 1 else {"choice": sizes}
+    tail = {"resize_shorter": sizes[0]} if len(sizes) == 1 and interp == "linear" and \
+        antialias else None
+    return Conversion([step("resize", _p(a), resize_shorter=value, antialias=antialias,
+                            interp_type=interp)], tail,
+                      verdict=SMALLEST_VERDICT)
+
+
+def _smallest_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
+    conv = _smallest_convert(a, Context(LIB))
+    s = conv.steps[0]
+    size = max(number(v, "max_size") for v in sequence(a["max_size"]))
+    s["params"]["resize_shorter"], s["probability"] = size, 1.0
+    return Fixed([s], alb("SmallestMaxSize", max_size=int(size),
+                          interpolation=a["interpolation"]), f"shorter side {fmt(size)}")
+
+
+def _rrc_convert(a: Args, c: Context) -> Conversion:
+    h, w = (int(v) for v in sequence(a["size"]))
+    if h != w:
+        raise Refused(f"size {h}x{w}: the catalog's random_resized_crop makes square crops",
+                      nearest=f"random_resized_crop(size={max(h, w)}) followed by crop")
+    lo, hi = pair(a["scale"], "scale")
+    rlo, rhi = pair(a["ratio"], "ratio")
+    _interp(a["interpolation"], ("nn", "linear", "cubic"))
+    return Conversion([step("random_resized_crop", _p(a), size=h, area_min=lo, area_max=hi,
+                            aspect_min=rlo, aspect_max=rhi, antialias=False)])
+
+
+def _rrc_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
+    h = int(list(sequence(a["size"]))[0])
+    aspect = shape[1] / shape[0]
+    steps = [step("random_resized_crop", size=h, area_min=1.0, area_max=1.0,
+                  aspect_min=aspect, aspect_max=aspect, antialias=False)]
+    return Fixed(steps, alb("Resize", height=h, width=h, interpolation=a["interpolation"]),
+                 "whole image as the crop")
+
+
+def _resize_convert(a: Args, c: Context) -> Conversion:
+    h, w = int(number(a["height"], "height")), int(number(a["width"], "width"))
+    interp = _interp(a["interpolation"], ("nn", "linear", "cubic"))
+    conv = Conversion([step("resize", _p(a), resize_shorter=float(min(h, w)),
+                            antialias=a["interpolation"] == 3, interp_type=interp),
+                       step("crop", _p(a), crop_h=float(h), crop_w=float(w))])
+    conv.verdict = Verdict("different", reason=f"resizes the shorter side to {min(h, w)} and "
+                           f"centre-crops {h}x{w}, keeping the aspect ratio (Albumentations "
+                           "squashes the image to the exact size)")
+    return conv
+
+
+_GEOMETRY_DEFAULTS = {"interpolation": 1, "mask_interpolation": 0, "border_mode": 0, "fill": 0,
+                      "fill_mask": 0}
+_CROP = ("height", "width", "pad_if_needed", "pad_position", "border_mode", "fill", "fill_mask",
+         "p")
+_CROP_DEFAULTS = {"height": REQUIRED, "width": REQUIRED, "pad_if_needed": False,
+                  "pad_position": "center", "border_mode": 0, "fill": 0.0, "fill_mask": 0.0}
+_AFFINE = ("scale", "translate_percent", "translate_px", "rotate", "shear", "interpolation",
+           "mask_interpolation", "fit_output", "keep_ratio", "rotate_method", "balanced_scale",
+           "border_mode", "fill", "fill_mask", "p")
+
+RULES = [
+    _flip(True),
+    _flip(False),
+    Rule(LIB, "RandomRotate90", ("p",), {"p": 1},
+         "rotate (angle choice 0/90/180/270, canvas turned, nearest), probability p", IDENTICAL,
+         convert=lambda a, c: Conversion([step("rotate", _p(a), angle={"choice": [0, 90, 180,
+                                                                                  270]},
+                                               keep_size=False, interp_type="nn")]),
+         fixed=lambda a, shape: Fixed([step("rotate", angle=90.0, keep_size=False,
+                                            interp_type="nn")],
+                                      lambda img: __import__("numpy").rot90(img, 1).copy(),
+                                      "90 deg")),
+    Rule(LIB, "Rotate", ("limit", "interpolation", "border_mode", "rotate_method", "crop_border",
+                         "mask_interpolation", "fill", "fill_mask", "p"),
+         {"limit": (-90, 90), "rotate_method": "largest_box", "crop_border": False, "p": 0.5,
+          **_GEOMETRY_DEFAULTS},
+         "rotate (angle uniform in limit, counter-clockwise in both; fill), probability p",
+         LINEAR_WARP, convert=_rotate_convert, fixed=_rotate_fixed, reverse=_rotate_reverse),
+    Rule(LIB, "Affine", _AFFINE,
+         {"scale": (1.0, 1.0), "translate_percent": None, "translate_px": None, "rotate": 0.0,
+          "shear": (0.0, 0.0), "fit_output": False, "keep_ratio": False,
+          "rotate_method": "largest_box", "balanced_scale": False, "p": 0.5,
+          **_GEOMETRY_DEFAULTS},
+         "rotate + warp_affine (scale; shear degrees -> factor -tan); translation is not "
+         "imported", LINEAR_WARP, convert=_affine_convert, fixed=_affine_fixed),
+    Rule(LIB, "ShiftScaleRotate", ("shift_limit", "scale_limit", "rotate_limit",
+                                   "interpolation", "border_mode", "shift_limit_x",
+                                   "shift_limit_y", "rotate_method", "mask_interpolation",
+                                   "fill", "fill_mask", "p"),
+         {"shift_limit": (-0.0625, 0.0625), "scale_limit": (-0.1, 0.1),
+          "rotate_limit": (-45, 45), "shift_limit_x": None, "shift_limit_y": None,
+          "rotate_method": "largest_box", "p": 0.5, **_GEOMETRY_DEFAULTS},
+         "as Affine: rotate (rotate_limit) + warp_affine (scale 1 + scale_limit); the shift "
+         "is not imported",
+         Verdict("different", reason="the shift is not imported; rotation and scale are two "
+                 "resampling passes"), convert=_ssr_convert),
+    Rule(LIB, "Perspective", ("scale", "keep_size", "fit_output", "interpolation",
+                              "mask_interpolation", "border_mode", "fill", "fill_mask", "p"),
+         {"scale": (0.05, 0.1), "keep_size": True, "fit_output": False, "p": 0.5,
+          **_GEOMETRY_DEFAULTS},
+         "experimental.warp_perspective (tilt_x/y uniform [-2 s, 2 s]), probability p",
+         Verdict("different", reason="DALI's step tilts about the centre (2 parameters); "
+                 "Albumentations moves each corner at random (8)"),
+         convert=_perspective_convert),
+    Rule(LIB, "CenterCrop", _CROP, {**_CROP_DEFAULTS, "p": 1.0},
+         "crop at (0.5, 0.5), or the output tail's crop when it ends the pipeline",
+         Verdict("different", reason="an odd margin shifts the window by 1 pixel: DALI rounds "
+                 "the centre half up, Albumentations down"),
+         convert=lambda a, c: _crop_convert(a, c, True),
+         fixed=lambda a, shape: Fixed(_crop_convert({**a, "p": 1.0}, Context(LIB), True).steps,
+                                      alb("CenterCrop", height=a["height"], width=a["width"],
+                                          pad_if_needed=True), "centre"),
+         reverse=_crop_reverse),
+    Rule(LIB, "RandomCrop", _CROP, {**_CROP_DEFAULTS, "p": 1.0},
+         "crop of that size at a uniform random position (crop_pos_x/y uniform [0, 1])",
+         Verdict("identical", reason="the same window at the same offset; DALI draws the two "
+                 "extreme offsets half as often"),
+         convert=lambda a, c: _crop_convert(a, c, False), fixed=_random_crop_fixed,
+         reverse=_crop_reverse),
+    Rule(LIB, "RandomResizedCrop", ("size", "scale", "ratio", "interpolation",
+                                    "mask_interpolation", "area_for_downscale", "p"),
+         {"size": REQUIRED, "scale": (0.08, 1.0), "ratio": (0.75, 4 / 3), "interpolation": 1,
+          "mask_interpolation": 0, "area_for_downscale": None, "p": 1.0},
+         "random_resized_crop (size, area = scale, aspect = ratio, no antialias); square sizes",
+         Verdict("equivalent", 8, 0.98, reason="same crop distribution; OpenCV and DALI "
+                 "resample edges differently"),
+         convert=_rrc_convert, fixed=_rrc_fixed, aliases={"height": "size"}),
+    Rule(LIB, "SmallestMaxSize", ("max_size", "max_size_hw", "interpolation",
+                                  "mask_interpolation", "area_for_downscale", "p"),
+         {"max_size": None, "max_size_hw": None, "interpolation": 1, "mask_interpolation": 0,
+          "area_for_downscale": None, "p": 1},
+         "resize (resize_shorter = max_size; a list is a per-sample choice)",
+         SMALLEST_VERDICT, convert=_smallest_convert, fixed=_smallest_fixed),
+    Rule(LIB, "Resize", ("height", "width", "interpolation", "mask_interpolation",
+                         "area_for_downscale", "p"),
+         {"height": REQUIRED, "width": REQUIRED, "interpolation": 1, "mask_interpolation": 0,
+          "area_for_downscale": None, "p": 1},
+         "shorter side + centre crop (the catalog's resize keeps the aspect ratio)",
+         Verdict("different", reason="keeps the aspect ratio and centre-crops (Albumentations "
+                 "squashes)"), convert=_resize_convert),
+    unsupported(LIB, "LongestMaxSize", ("max_size", "max_size_hw", "interpolation",
+                                        "mask_interpolation", "area_for_downscale", "p"),
+                {"max_size": None, "max_size_hw": None, "interpolation": 1,
+                 "mask_interpolation": 0, "area_for_downscale": None, "p": 1},
+                "the catalog's resize sets the shorter side only", "SmallestMaxSize / resize"),
+    unsupported(LIB, "SafeRotate", ("limit", "interpolation", "border_mode", "rotate_method",
+                                    "mask_interpolation", "fill", "fill_mask", "p"),
+                {"limit": (-90, 90), "rotate_method": "largest_box", "p": 0.5,
+                 **_GEOMETRY_DEFAULTS},
+                "rotating while scaling to keep every pixel has no catalog step",
+                "Rotate (rotate)"),
+    unsupported(LIB, "RandomSizedCrop", ("min_max_height", "size", "w2h_ratio",
+                                         "interpolation", "mask_interpolation",
+                                         "area_for_downscale", "p"),
+                {"min_max_height": REQUIRED, "size": REQUIRED, "w2h_ratio": 1.0,
+                 "interpolation": 1, "mask_interpolation": 0, "area_for_downscale": None,
+                 "p": 1.0},
+                "crop heights in pixels have no catalog step", "RandomResizedCrop"),
+    unsupported(LIB, "PadIfNeeded", ("min_height", "min_width", "pad_height_divisor",
+                                     "pad_width_divisor", "position", "border_mode", "fill",
+                                     "fill_mask", "p"),
+                {"min_height": 1024, "min_width": 1024, "pad_height_divisor": None,
+                 "pad_width_divisor": None, "position": "center", "border_mode": 0, "fill": 0,
+                 "fill_mask": 0, "p": 1.0},
+                "padding to a minimum size has no catalog step",
+                "CenterCrop with pad_if_needed (crop pads)"),
+    unsupported(LIB, "Transpose", ("p",), {"p": 0.5}, "no catalog step swaps the axes",
+                "RandomRotate90 + flip"),
+    unsupported(LIB, "D4", ("p",), {"p": 1}, "the 8 symmetries need a transpose",
+                "RandomRotate90 + flip"),
+    unsupported(LIB, "ElasticTransform", (
+        "alpha", "sigma", "interpolation", "approximate", "same_dxdy", "mask_interpolation",
+        "noise_distribution", "keypoint_remapping_method", "border_mode", "fill", "fill_mask",
+        "p"),
+        {"alpha": 1, "sigma": 50, "interpolation": 1, "approximate": False, "same_dxdy": False,
+         "mask_interpolation": 0, "noise_distribution": "gaussian",
+         "keypoint_remapping_method": "mask", "border_mode": 0, "fill": 0, "fill_mask": 0,
+         "p": 0.5},
+        "random elastic displacement fields have no catalog operator",
+        "water (sinusoidal displacement)"),
+]

@@ -1,0 +1,119 @@
+"""The round trip back: a preset as torchvision v2 or Albumentations code, where steps have one.
+
+Each step is written by the first rule of the target library whose ``reverse`` accepts it
+(the same table the import reads), so importing the written code gives the same steps back. A
+step with no equivalent is kept as a comment naming it; the output tail becomes the library's
+resize, centre crop, dtype conversion and normalisation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog import CATALOG, Catalog
+from ..preset import Preset, load
+from .rules import fmt
+from .table import all_rules
+
+LIBRARIES = ("torchvision", "albumentations")
+_PREFIX = {"torchvision": "v2", "albumentations": "A"}
+
+
+def step_code(step: dict[str, Any], library: str) -> str | None:
+    """Library code for one step (a preset step as a dict), or None without an equivalent."""
+    for rule in all_rules().values():
+        if rule.library != library or rule.reverse is None:
+            continue
+        code = rule.reverse(step)
+        if code is None:
+            continue
+        p = float(step.get("probability", 1.0))
+        if "p" not in rule.params and p < 1:
+            code = (f"v2.RandomApply([{code}], p={fmt(p)})" if library == "torchvision"
+                    else f"A.Sequential([{code}], p={fmt(p)})")
+        return code
+    return None
+
+
+def to_library_code(preset: Preset | dict[str, Any] | str, library: str,
+                    catalog: Catalog = CATALOG) -> str:
+    """A module that defines ``transform``: the preset's steps in ``library``."""
+    if library not in LIBRARIES:
+        raise ValueError(f"library {library!r} is not allowed; expected one of "
+                         f"{', '.join(LIBRARIES)}")
+    preset = load(preset, catalog)
+    lines: list[str] = []
+    missing = 0
+    for i, s in preset.active_steps():
+        d = s.to_dict()
+        code = step_code(d, library) if "op" in d else None
+        if code is None:
+            missing += 1
+            lines.append(f"# step {i} ({d.get('op', 'group')}): no {library} equivalent")
+        else:
+            lines.append(code + ",")
+    lines += _tail(preset, library)
+    title = preset.name or "dali-gallery preset"
+    header = [f'"""{library} version of "{_safe(title)}", written by dali-gallery.', ""]
+    if missing:
+        header.append(f"{missing} step(s) have no {library} equivalent and are comments below.")
+    header.append('"""')
+    if library == "torchvision":
+        imports = ["import torch", "from torchvision.transforms import v2"]
+        open_, close = "transform = v2.Compose([", "])"
+    else:
+        imports = ["import albumentations as A"]
+        if any("ToTensorV2" in line for line in lines):
+            imports.append("from albumentations.pytorch import ToTensorV2")
+        open_, close = "transform = A.Compose([", "])"
+    body = [open_] + [f"    {line}" for line in lines] + [close]
+    return "\n".join(header + [""] + imports + ["", ""] + body) + "\n"
+
+
+def _tail(preset: Preset, library: str) -> list[str]:
+    out = preset.output
+    if out is None:
+        return []
+    lines = []
+    if library == "torchvision":
+        if out.resize_shorter:
+            lines.append(f"v2.Resize({fmt(out.resize_shorter)}),")
+        if out.crop:
+            lines.append(f"v2.CenterCrop(({out.crop[0]}, {out.crop[1]})),")
+        if out.mirror_probability:
+            lines.append(f"v2.RandomHorizontalFlip(p={fmt(out.mirror_probability)}),")
+        lines.append("v2.ToImage(),")
+        if out.dtype != "uint8" or out.mean or out.std:
+            dtype = "float16" if out.dtype == "float16" else "float32"
+            scale = bool(out.mean or out.std)
+            lines.append(f"v2.ToDtype(torch.{dtype}, scale={scale}),")
+        if out.mean or out.std:
+            mean, std = _triple(out.mean, 0.0), _triple(out.std, 1.0)
+            lines.append(f"v2.Normalize(mean={mean}, std={std}),")
+        return lines
+    if out.resize_shorter:
+        lines.append(f"A.SmallestMaxSize(max_size={int(out.resize_shorter)}, "
+                     "interpolation=1),")
+    if out.crop:
+        lines.append(f"A.CenterCrop({out.crop[0]}, {out.crop[1]}, pad_if_needed=True),")
+    if out.mirror_probability:
+        lines.append(f"A.HorizontalFlip(p={fmt(out.mirror_probability)}),")
+    if out.mean or out.std:
+        mean, std = _triple(out.mean, 0.0), _triple(out.std, 1.0)
+        lines.append(f"A.Normalize(mean={mean}, std={std}, max_pixel_value=255.0),")
+    elif out.dtype != "uint8":
+        lines.append("A.ToFloat(max_value=1.0),")
+    if out.layout == "CHW":
+        lines.append("ToTensorV2(),")
+    return lines
+
+
+def _triple(values: tuple[float, ...] | None, default: float) -> str:
+    vals = list(values or (default,))
+    if len(vals) == 1:
+        vals = vals * 3
+    return "(" + ", ".join(fmt(v) for v in vals) + ")"
+
+
+def _safe(text: str) -> str:
+    return text.replace("\\", "").replace('"""', "").replace("\n", " ")[:120]

@@ -1,0 +1,45 @@
+"""The CLI's pixel-budget flags: a render or check over the budget is one paragraph, exit 2/1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import SAMPLES, preset_dict
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dali_gallery.gallery.cli", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_render_refuses_a_chain_over_the_render_budget(tmp_path: Path) -> None:
+    preset = tmp_path / "p.json"
+    preset.write_text(json.dumps(preset_dict([{"op": "paste", "params": {"ratio": 3}}] * 4)))
+    out = cli("render", str(preset), "--images", str(SAMPLES), "--size", "128", "--out",
+              str(tmp_path / "g.png"))
+    assert out.returncode == 2, out.stderr
+    assert "BudgetError: step 3 (paste): ratio 3 gives images of up to" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "g.png").exists()
+    # A larger budget, given on the command line, lets the same chain through.
+    ok = cli("render", str(preset), "--images", str(SAMPLES), "--size", "128", "--draws", "1",
+             "--batch-size", "1", "--max-render-mp", "400", "--out", str(tmp_path / "g.png"))
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_bad_budget_flags_are_one_paragraph(tmp_path: Path) -> None:
+    out = cli("render", "x.json", "--images", str(SAMPLES), "--max-kernel-mp", "-1",
+              "--out", str(tmp_path / "g.png"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_check_images_takes_the_image_budget(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLES, tmp_path / "cls", ignore=shutil.ignore_patterns("*.md"))
+    assert cli("check-images", str(tmp_path)).returncode == 0
+    out = cli("check-images", str(tmp_path), "--max-image-mp", "0.1")
+    assert out.returncode == 1
+    assert "cls/astronaut.jpg: too large (384x384, 0.1 MP; the limit is 0.1 MP), not decoded" \
+        in out.stdout

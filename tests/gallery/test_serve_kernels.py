@@ -1,0 +1,180 @@
+"""Kernels of the served app (gallery/serve_kernels.py): many pages at once, dying kernels.
+
+Real Voilà servers with the real ``serve.voila_command`` settings on the real gallery notebook.
+The kernel that dies is a kernelspec named like the notebook's (``python3``) in the server's
+private JUPYTER_DATA_DIR, which Jupyter prefers over the installed one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from dali_gallery.gallery.serve import GALLERY_NOTEBOOK, voila_command
+from tests.browser.conftest import descendants, http_status, start_voila
+from tests.support import SAMPLES
+
+PAGES = 12
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def get(url: str, timeout: float = 300) -> tuple[int, str]:
+    """(status, body) of a GET; an HTTP error status is returned, not raised."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode("utf-8", "replace")
+
+
+def kernel_pids(server) -> list[int]:
+    pids = []
+    for pid in descendants(server.proc.pid):
+        try:
+            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def connection_info(pid: int) -> tuple[Path, dict]:
+    """The connection file a kernel process was started with (``-f FILE``) and its contents."""
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    path = Path(os.fsdecode(args[args.index(b"-f") + 1]))
+    return path, json.loads(path.read_text())
+
+
+def write_kernelspec(server_workdir: Path, argv: list[str]) -> None:
+    """A ``python3`` kernelspec in the private JUPYTER_DATA_DIR that ``start_voila`` gives the
+    server (``jupyter_env``), so it replaces the real kernel for that server only."""
+    spec = server_workdir / "jupyter" / "jupyter_data_dir" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "Python 3", "language": "python"}))
+
+
+def test_command_runs_kernels_over_ipc_with_the_checking_manager():
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=SAMPLES, port=1)
+    assert "--KernelManager.transport=ipc" in cmd
+    assert f"--Voila.connection_dir_root={tempfile.gettempdir()}" in cmd
+    assert not any(a.startswith("PYTHONPATH=") for a in cmd)  # the installed package, as is
+    # the classes the server is told to load exist under those names
+    for flag in ("--VoilaConfiguration.multi_kernel_manager_class=",
+                 "--Voila.kernel_websocket_connection_class="):
+        dotted = next(a for a in cmd if a.startswith(flag)).split("=", 1)[1]
+        module, _, name = dotted.rpartition(".")
+        assert isinstance(getattr(__import__(module, fromlist=[name]), name), type), dotted
+
+
+def test_command_refuses_a_temp_folder_too_long_for_unix_sockets(monkeypatch, tmp_path):
+    long_dir = tmp_path / ("t" * 80)
+    long_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
+    with pytest.raises(ValueError, match="too long for the kernels' Unix sockets.*TMPDIR"):
+        voila_command(GALLERY_NOTEBOOK, images_dir=SAMPLES, port=1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_twelve_pages_opened_together_all_get_their_kernel(tmp_path):
+    """Twelve page loads at once (each starts a kernel and runs the app): every page comes back
+    with the app's widgets within the time limit, and every kernel talks to the server over
+    Unix sockets in a private folder: no port the server picked for one kernel can be taken
+    by another (ipykernel binds random TCP ports of its own for internal pipes, which is how
+    kernels started together collided). No page names the server's folders."""
+    root = tmp_path / "root"
+    (root / "photos").mkdir(parents=True)
+    for name in ("cat.jpg", "coffee.jpg"):
+        shutil.copy(SAMPLES / name, root / "photos" / name)
+    server = start_voila(GALLERY_NOTEBOOK, tmp_path / "server", images_dir=root / "photos",
+                         allowed_root=root)
+    try:
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(PAGES) as pool:
+            pages = list(pool.map(lambda _: get(server.url), range(PAGES)))
+        took = time.monotonic() - t0
+        log = server.log_tail(200_000)
+        assert [status for status, _ in pages] == [200] * PAGES, log
+        assert all(WIDGET_VIEW in body for _, body in pages), log
+        assert took < 300, f"{PAGES} pages took {took:.0f} s"
+        assert "Address already in use" not in log and "failed while starting" not in log
+
+        kernels = kernel_pids(server)
+        assert len(kernels) == PAGES, kernels
+        folders = set()
+        for pid in kernels:
+            path, info = connection_info(pid)
+            assert info["transport"] == "ipc", info
+            assert Path(info["ip"]).parent == path.parent  # the sockets live beside the file
+            folders.add(path.parent)
+        (folder,) = folders  # one folder for the server ...
+        # ... that only its user can enter (jupyter_client adds the sticky bit)
+        assert stat.S_IMODE(folder.stat().st_mode) & 0o777 == 0o700
+
+        for needle in (str(root), str(root.resolve()), sys.prefix, tempfile.gettempdir()):
+            assert not any(needle in body for _, body in pages), needle
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_kernel_that_dies_while_starting_gets_an_error_page(tmp_path):
+    """Before: Voilà sent heartbeats forever and the page spun. Now: one retry, then a 503
+    page that says what happened, quickly, and the server keeps serving."""
+    workdir = tmp_path / "server"
+    write_kernelspec(workdir, [sys.executable, "-c", "raise SystemExit(3)", "-f",
+                               "{connection_file}"])
+    server = start_voila(GALLERY_NOTEBOOK, workdir)
+    try:
+        t0 = time.monotonic()
+        status, body = get(server.url, timeout=120)
+        took = time.monotonic() - t0
+        assert status == 503, body[-2000:]
+        assert "kernel stopped while starting. Reload the page to try again" in body
+        assert took < 60, f"the error page took {took:.0f} s"
+        log = server.log_tail(50_000)
+        assert "attempt 1 of 2" in log and "attempt 2 of 2" in log, log
+        assert http_status(server.url + "voila/static/voila.js", method="HEAD") == 200
+        assert not kernel_pids(server)
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_kernel_that_dies_once_is_replaced_and_the_page_works(tmp_path):
+    workdir = tmp_path / "server"
+    marker = tmp_path / "died-once"
+    launcher = tmp_path / "flaky_kernel.py"
+    launcher.write_text(
+        "import os, sys\n"
+        f"marker = {str(marker)!r}\n"
+        "if not os.path.exists(marker):\n"
+        "    open(marker, 'w').close()\n"
+        "    raise SystemExit('flaky kernel: dying on its first start')\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', *sys.argv[1:]])\n"
+    )
+    write_kernelspec(workdir, [sys.executable, str(launcher), "-f", "{connection_file}"])
+    server = start_voila(GALLERY_NOTEBOOK, workdir)
+    try:
+        status, body = get(server.url)
+        log = server.log_tail(50_000)
+        assert status == 200 and WIDGET_VIEW in body, log
+        assert marker.exists() and "attempt 1 of 2" in log and "attempt 2 of 2" not in log
+        assert len(kernel_pids(server)) == 1
+    finally:
+        server.stop()
+
