@@ -19,6 +19,8 @@ from typing import Any
 
 import ipywidgets as W
 
+from dali_gallery.pipelines.budget import Budget
+from dali_gallery.pipelines.budget import configure as configure_budget
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.widgets.builder import Builder
@@ -80,8 +82,10 @@ class App:
 
     def __init__(self, images: Any = None, allowed_root: str | Path | None = None,
                  device: str = "auto", *, size: int = 256, gallery_images: int = 4,
-                 builder_images: int = 6) -> None:
+                 builder_images: int = 6, budget: Budget | None = None) -> None:
         quiet_dali_deprecations()
+        if budget is not None:  # pixel budgets of this kernel (pipelines.budget)
+            configure_budget(budget)
         notes: list[str] = []
         if images is None:
             images = _env_path(IMAGES_ENV)

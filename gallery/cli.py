@@ -113,6 +113,10 @@ def _parser() -> argparse.ArgumentParser:
 
     main_args(srv)
     srv.set_defaults(func=cmd_serve)
+
+    from dali_gallery.gallery.import_cli import add_parsers as add_import_parsers
+
+    add_import_parsers(sub)  # import, export-library
     return p
 
 

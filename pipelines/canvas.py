@@ -76,6 +76,11 @@ class Canvas:
         """The parameter values that set the size, for an error message."""
         return ", ".join(values[p].describe(p) for p in self.params if p in values)
 
+    @property
+    def remedy(self) -> str:
+        """What to change to make the output smaller, for an error message ("" if nothing)."""
+        return f"lower {' and '.join(self.params)}" if self.params else ""
+
 
 SAME = Canvas()
 
@@ -136,6 +141,13 @@ class Rotated(Canvas):
     @property
     def params(self) -> tuple[str, ...]:
         return (self.angle, self.keep_size)
+
+    def describe(self, values: Values) -> str:
+        return f"{values[self.angle].describe(self.angle)} with {self.keep_size} off"
+
+    @property
+    def remedy(self) -> str:
+        return f"turn {self.keep_size} on or rotate by less"
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,6 @@ def _pre_problems(root: Path, files: list[str], max_pixels: int) -> dict[str, st
     images whose header claims more than ``max_pixels`` or cannot be read within bounds
     (decoding them could exhaust memory), and names a ``file_list`` cannot hold."""
     found: dict[str, str] = {}
-    unknown: list[tuple[str, bytes]] = []
     for rel in files:
         if "\n" in rel or "\r" in rel:
             found[rel] = ("its name contains a line break: readers.file cannot be given it in a "
@@ -202,16 +201,15 @@ def _pre_problems(root: Path, files: list[str], max_pixels: int) -> dict[str, st
             continue
         with os.fdopen(fd, "rb") as f:
             check = check_size(f, max_pixels)
-            unknown_size = check.problem is None and check.size is None
-            if unknown_size and f.seek(0, os.SEEK_END) <= MAX_PEEK_BYTES:
-                f.seek(0)
-                unknown.append((rel, f.read()))
-        if check.problem is not None:
-            found[rel] = check.problem + ", not decoded"
-    if unknown:  # DALI's own header parser, as the preview asks it
-        for (rel, _), shape in zip(unknown, peek_shapes([d for _, d in unknown]), strict=True):
-            if shape is not None and shape[0] * shape[1] > max_pixels:
-                found[rel] = pixel_limit_reason(shape[1], shape[0], max_pixels) + ", not decoded"
+            problem = check.problem
+            unknown = check.problem is None and check.size is None
+            if unknown and f.seek(0, os.SEEK_END) <= MAX_PEEK_BYTES:
+                f.seek(0)  # a format our reader does not know: ask DALI's parser, as the preview
+                shape = peek_shapes([f.read()])[0]
+                if shape is not None and shape[0] * shape[1] > max_pixels:
+                    problem = pixel_limit_reason(shape[1], shape[0], max_pixels)
+        if problem is not None:
+            found[rel] = problem + ", not decoded"
     return found
 
 

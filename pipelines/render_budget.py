@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .budget import LEDGER, Budget, current, mp
-from .canvas import SAME, Canvas, Fixed, Shorter, Size, Span
+from .canvas import Canvas, Fixed, Shorter, Size, Span
 from .catalog import CATALOG, Catalog
 from .codegen import feed_name
 from .preset import Choice, Preset, Uniform
@@ -100,7 +100,7 @@ def plan_render(preset: Preset, inputs: Sequence[Size], draws: int, *, tail: boo
     plan = RenderPlan([(int(h), int(w)) for h, w in inputs], draws)
     sizes = list(plan.inputs)
     for i, step in preset.active_steps():
-        canvas = getattr(catalog[step.op], "canvas", SAME)
+        canvas = catalog[step.op].canvas
         values = {}
         for name in canvas.params:
             fed = (overrides or {}).get(feed_name(i, name))
@@ -138,7 +138,8 @@ def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
         big = max(range(len(step.sizes)), key=lambda j: _px(step.sizes[j]))
         (h, w), (ih, iw) = step.sizes[big], before[big]
         if h * w > budget.image_pixels:
-            raise _error(step, f"{step.canvas.describe(step.values)} makes an image of up to "
+            what = step.canvas.describe(step.values) or "this step"
+            raise _error(step, f"{what} makes an image of up to "
                          f"{w}x{h} px ({mp(h * w)}) from {iw}x{ih}; at most "
                          f"{mp(budget.image_pixels)} per image is allowed",
                          "preview a smaller size", h * w, budget.image_pixels)
@@ -190,10 +191,10 @@ def _error(step: PlannedStep | None, what: str, hint: str, pixels: int,
         return BudgetError(f"{what}: {hint}", None, None, param=None, pixels=pixels,
                            limit=limit)
     index, op, prefix = step.where()
-    names = [p for p in step.canvas.params if p in step.values]
-    lower = f"lower {' and '.join(names)}, or " if names else ""
-    return BudgetError(f"{prefix}{what}: {lower}{hint}", index, op,
-                       param=names[0] if names else None, pixels=pixels, limit=limit)
+    remedy = f"{step.canvas.remedy}, or " if step.canvas.remedy else ""
+    param = step.canvas.params[0] if step.canvas.params else None
+    return BudgetError(f"{prefix}{what}: {remedy}{hint}", index, op, param=param,
+                       pixels=pixels, limit=limit)
 
 
 def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws: int, *,

@@ -23,6 +23,7 @@ import numpy as np
 
 from .catalog import CATALOG, Catalog
 from .device import Device, resolve
+from .engine import MAX_BATCH
 from .export import export_code
 from .generated_module import import_source
 from .preset import Preset, load
@@ -68,9 +69,9 @@ def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_i
     files = training_files(root)
     if batch_size is None:
         batch_size = min(len(shard_range(len(files), shard_id, num_shards)), 16)
-    if not 1 <= batch_size <= MAX_REPLAY_BATCH_SIZE:
-        raise ValueError(f"batch size {batch_size} is not allowed; expected 1 to "
-                         f"{MAX_REPLAY_BATCH_SIZE}")
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch size {batch_size} is not allowed for a preview; expected 1 "
+                         f"to {MAX_BATCH}")
     batch = first_batch(root, shard_id, num_shards, batch_size)
     problems = engine.set_images([root / f for f in batch.files], max_side=max_side, root=root)
     if problems:

@@ -125,8 +125,12 @@ class Builder:
         left_tabs.titles = ("Add a step", "Images")
         left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), self.chain],
                       layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
-        bottom = w.Tab(children=[self.export_panel])
-        bottom.titles = ("Export",)
+        from .import_panel import ImportPanel  # the Import tab (torchvision / Albumentations)
+
+        self.importer = ImportPanel(on_preset=self.load_preset, images=lambda: self.engine.images,
+                                    current=lambda: self.model.preset, device=self.device)
+        bottom = w.Tab(children=[self.export_panel, self.importer.widget])
+        bottom.titles = ("Export", "Import")
         self.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
                                             w.HBox([left, self.live.widget]), bottom]),
                                     style.BUILDER)

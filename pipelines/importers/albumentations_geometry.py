@@ -295,6 +295,27 @@ def _rrc_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
                  "whole image as the crop")
 
 
+def _rrc_reverse(s: dict[str, Any]) -> str | None:
+    if s["op"] != "random_resized_crop" or s["params"].get("antialias"):
+        return None
+    p = s["params"]
+    return (f"A.RandomResizedCrop(size=({p['size']}, {p['size']}), scale=({fmt(p['area_min'])}, "
+            f"{fmt(p['area_max'])}), ratio=({fmt(p['aspect_min'])}, {fmt(p['aspect_max'])}), "
+            f"p={fmt(s.get('probability', 1.0))})")
+
+
+def _smallest_reverse(s: dict[str, Any]) -> str | None:
+    if s["op"] != "resize" or lit(s, "resize_shorter") is None:
+        return None
+    p = s["params"]
+    codes = {("linear", False): 1, ("nn", False): 0, ("cubic", False): 2, ("linear", True): 3}
+    code = codes.get((p.get("interp_type", "linear"), bool(p.get("antialias"))))
+    if code is None:
+        return None
+    return (f"A.SmallestMaxSize(max_size={int(lit(s, 'resize_shorter'))}, interpolation={code}, "
+            f"p={fmt(s.get('probability', 1.0))})")
+
+
 def _resize_convert(a: Args, c: Context) -> Conversion:
     h, w = int(number(a["height"], "height")), int(number(a["width"], "width"))
     interp = _interp(a["interpolation"], ("nn", "linear", "cubic"))
@@ -383,13 +404,14 @@ RULES = [
          "random_resized_crop (size, area = scale, aspect = ratio, no antialias); square sizes",
          Verdict("equivalent", 8, 0.98, reason="same crop distribution; OpenCV and DALI "
                  "resample edges differently"),
-         convert=_rrc_convert, fixed=_rrc_fixed, aliases={"height": "size"}),
+         convert=_rrc_convert, fixed=_rrc_fixed, reverse=_rrc_reverse),
     Rule(LIB, "SmallestMaxSize", ("max_size", "max_size_hw", "interpolation",
                                   "mask_interpolation", "area_for_downscale", "p"),
          {"max_size": None, "max_size_hw": None, "interpolation": 1, "mask_interpolation": 0,
           "area_for_downscale": None, "p": 1},
          "resize (resize_shorter = max_size; a list is a per-sample choice)",
-         SMALLEST_VERDICT, convert=_smallest_convert, fixed=_smallest_fixed),
+         SMALLEST_VERDICT, convert=_smallest_convert, fixed=_smallest_fixed,
+         reverse=_smallest_reverse),
     Rule(LIB, "Resize", ("height", "width", "interpolation", "mask_interpolation",
                          "area_for_downscale", "p"),
          {"height": REQUIRED, "width": REQUIRED, "interpolation": 1, "mask_interpolation": 0,

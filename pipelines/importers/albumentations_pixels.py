@@ -13,8 +13,10 @@ import numpy as np
 
 from .bins import (
     posterize_bin,
+    posterize_bits,
     posterize_convert,
     solarize_bin,
+    solarize_threshold,
     solarize_verdict,
 )
 from .reference import alb, alb_function
@@ -281,6 +283,23 @@ def _jpeg_convert(a: Args, c: Context) -> Conversion:
                             quality=drawn(lo, hi, integer=True))])
 
 
+def _reverse(op: str, make: Any) -> Any:
+    """A reverse for ``op`` whose code ``make(step)`` writes (None: no equivalent)."""
+
+    def reverse(s: dict[str, Any]) -> str | None:
+        if s["op"] != op:
+            return None
+        code = make(s)
+        return None if code is None else code[:-1] + f", p={fmt(s.get('probability', 1.0))})"
+
+    return reverse
+
+
+def _range_text(s: dict[str, Any], name: str, scale: float = 1.0) -> str | None:
+    r = span_of(s, name)
+    return None if r is None else f"({fmt(r[0] * scale)}, {fmt(r[1] * scale)})"
+
+
 def _plain(name: str, op: str, verdict: Verdict, fixed_kw: dict[str, Any] | None = None,
            params: tuple[str, ...] = ("p",), defaults: dict[str, Any] | None = None,
            check: Any = None) -> Rule:
@@ -335,6 +354,10 @@ RULES = [
          "clahe (tiles, clip_limit = the middle of its range, luma only), probability p",
          IDENTICAL,
          convert=_clahe_convert,
+         reverse=_reverse("clahe", lambda s: None if not s["params"].get("luma_only", True)
+                          else f"A.CLAHE(clip_limit=({fmt(s['params']['clip_limit'])}, "
+                          f"{fmt(s['params']['clip_limit'])}), tile_grid_size=("
+                          f"{s['params']['tiles_y']}, {s['params']['tiles_x']}))"),
          fixed=lambda a, shape: Fixed(_clahe_convert({**a, "p": 1.0}, Context(LIB)).steps,
                                       alb("CLAHE", clip_limit=(_clip(a),) * 2,
                                           tile_grid_size=tuple(a["tile_grid_size"])),
@@ -347,6 +370,9 @@ RULES = [
          Verdict("equivalent", 2, reason="random numbers differ; clipping at 0 and 255 alike",
                  measure="noise_std"),
          convert=_noise_convert,
+         reverse=_reverse("noise.gaussian", lambda s: None if _range_text(
+             s, "stddev", 1 / 255) is None else
+             f"A.GaussNoise(std_range={_range_text(s, 'stddev', 1 / 255)})"),
          fixed=lambda a, shape: Fixed(
              [step("noise.gaussian", stddev=pair(a["std_range"], "std_range")[1] * 255)],
              alb("GaussNoise", std_range=(pair(a["std_range"], "s")[1],) * 2),
@@ -381,6 +407,9 @@ RULES = [
          "gaussian_blur (sigma uniform in sigma_limit)",
          Verdict("equivalent", 2, reason="both size the kernel from sigma"),
          convert=_blur_convert,
+         reverse=_reverse("gaussian_blur", lambda s: None if _range_text(s, "sigma") is None
+                          else f"A.GaussianBlur(blur_limit=0, sigma_limit="
+                          f"{_range_text(s, 'sigma')})"),
          fixed=lambda a, shape: Fixed([step("gaussian_blur", sigma=_span(
              a["sigma_limit"], "s")[1])], alb("GaussianBlur", blur_limit=a["blur_limit"],
                                               sigma_limit=(_span(a["sigma_limit"], "s")[1],) * 2),
@@ -410,6 +439,9 @@ RULES = [
          "jpeg_compression_distortion (quality uniform in quality_range)",
          Verdict("equivalent", 16, 0.99, reason="different JPEG encoders"),
          convert=_jpeg_convert,
+         reverse=_reverse("jpeg_compression_distortion", lambda s: None if span_of(
+             s, "quality") is None else "A.ImageCompression(quality_range=("
+             f"{int(span_of(s, 'quality')[0])}, {int(span_of(s, 'quality')[1])}))"),
          fixed=lambda a, shape: Fixed(
              [step("jpeg_compression_distortion", quality=int(pair(a["quality_range"], "q")[1]))],
              alb("ImageCompression", quality_range=(int(pair(a["quality_range"], "q")[1]),) * 2),
@@ -439,6 +471,8 @@ RULES = [
     Rule(LIB, "Posterize", ("num_bits", "p"), {"num_bits": 4, "p": 0.5},
          "auto_aug.posterize (bits 4-7 -> magnitude bin; a range is a choice of bins)",
          IDENTICAL, convert=_posterize_convert,
+         reverse=_reverse("auto_aug.posterize", lambda s: None if lit(s, "magnitude_bin") is None
+                          else f"A.Posterize(num_bits={posterize_bits(lit(s, 'magnitude_bin'))})"),
          fixed=lambda a, shape: Fixed(
              [step("auto_aug.posterize", magnitude_bin=posterize_bin(max(sequence(
                  a["num_bits"]))))], alb("Posterize", num_bits=max(sequence(a["num_bits"]))),
@@ -447,6 +481,10 @@ RULES = [
          "auto_aug.solarize (threshold x 255 -> nearest of 31 bins)",
          Verdict("identical", reason="when the threshold falls on a bin"),
          convert=_solarize_convert,
+         reverse=_reverse("auto_aug.solarize", lambda s: None if lit(s, "magnitude_bin") is None
+                          else "A.Solarize(threshold_range=(" + ", ".join(
+                              [fmt(solarize_threshold(lit(s, "magnitude_bin")) / 255)] * 2)
+                          + "))"),
          fixed=lambda a, shape: Fixed(
              [step("auto_aug.solarize", magnitude_bin=solarize_bin(
                  pair(a["threshold_range"], "t")[1] * 255)[0])],

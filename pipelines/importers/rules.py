@@ -262,7 +262,7 @@ def span_of(step_dict: dict[str, Any], name: str) -> tuple[float, float] | None:
 def fmt(x: float) -> str:
     """A number as short source text (ints without .0)."""
     x = float(x)
-    return str(int(x)) if x.is_integer() else f"{x:.6g}"
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 def _show(value: Any) -> str:

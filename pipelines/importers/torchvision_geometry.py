@@ -326,6 +326,26 @@ def _affine_fixed(a: Args, shape: tuple[int, ...]) -> Fixed | None:
                  f"{fmt(shear[0])}/{fmt(shear[1])} deg")
 
 
+def _affine_reverse(s: dict[str, Any]) -> str | None:
+    """A warp_affine step alone as RandomAffine(degrees=0, scale, shear)."""
+    if s["op"] != "warp_affine":
+        return None
+    scale, sx, sy = (span_of(s, k) for k in ("scale", "shear_x", "shear_y"))
+    if scale is None or sx is None or sy is None:
+        return None
+    p = s["params"]
+    args = ["degrees=0"]
+    if scale != (1.0, 1.0):
+        args.append(f"scale=({fmt(scale[0])}, {fmt(scale[1])})")
+    if (sx, sy) != ((0.0, 0.0), (0.0, 0.0)):
+        deg = [fmt(-math.degrees(math.atan(v))) for v in (sx[1], sx[0], sy[1], sy[0])]
+        args.append(f"shear=({', '.join(deg)})" if sy != (0.0, 0.0) else
+                    f"shear=({deg[0]}, {deg[1]})")
+    args += [f"interpolation=v2.InterpolationMode.{REVERSE_INTERP[p['interp_type']].upper()}",
+             f"fill={fmt(p['fill_value'])}"]
+    return f"v2.RandomAffine({', '.join(args)})"
+
+
 def _perspective_convert(a: Args, c: Context) -> Conversion:
     d = number(a["distortion_scale"], "distortion_scale")
     if not 0 <= d <= 1:
@@ -403,7 +423,8 @@ RULES = [
          "rotate (degrees) + warp_affine (scale; shear degrees -> factor -tan); translate is "
          "not imported",
          LINEAR_WARP,
-         convert=lambda a, c: _affine_steps(a, c, fixed=False), fixed=_affine_fixed),
+         convert=lambda a, c: _affine_steps(a, c, fixed=False), fixed=_affine_fixed,
+         reverse=_affine_reverse),
     Rule(LIB, "RandomPerspective", ("distortion_scale", "p", "interpolation", "fill"),
          {"distortion_scale": 0.5, "p": 0.5, "interpolation": "bilinear", "fill": 0},
          "experimental.warp_perspective (tilt_x/y uniform [-d, d]), probability p",

@@ -343,7 +343,12 @@ RULES = [
          Verdict("equivalent", 1, 0.99, reason="the 1-pixel border differs: torchvision keeps "
                  "it"),
          convert=lambda a, c: sharpness_convert(number(a["sharpness_factor"], "factor"), _p(a)),
-         fixed=_sharpness_fixed),
+         fixed=_sharpness_fixed,
+         reverse=lambda s: (f"v2.RandomAdjustSharpness(sharpness_factor="
+                            f"{fmt(1 + 0.9 * lit(s, 'magnitude_bin') / (BINS - 1))}, "
+                            f"p={fmt(s.get('probability', 1.0))})")
+         if s["op"] == "auto_aug.sharpness" and lit(s, "magnitude_bin") is not None
+         and s["params"].get("random_sign") is False else None),
     _plain_aug("RandomAutocontrast", "auto_aug.auto_contrast", "autocontrast",
                Verdict("equivalent", 1, reason="rounding of the stretch")),
     _plain_aug("RandomEqualize", "equalize", "equalize",

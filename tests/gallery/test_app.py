@@ -6,9 +6,14 @@ right after start so each test renders a few rows only.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 
+import ipywidgets as W
 import pytest
 
 from dali_gallery.gallery.app import App, quiet_dali_deprecations
@@ -52,6 +57,26 @@ def gallery_names(app: App) -> list[str]:
     return list(app.gallery.engine.names)
 
 
+def widget_texts(widget: W.Widget, seen: set[int] | None = None) -> Iterator[str]:
+    """Every string in the synced state of ``widget`` and of the widgets it holds: what the
+    kernel sends to the page (values, placeholders, tooltips, options, titles)."""
+    seen = set() if seen is None else seen
+    if id(widget) in seen:
+        return
+    seen.add(id(widget))
+    stack = [getattr(widget, key, None) for key in widget.keys]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, W.Widget):
+            yield from widget_texts(value, seen)
+        elif isinstance(value, str):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+
+
 def test_tabs_and_a_shared_image_source(make_app):
     app = make_app()
     assert app.tabs.titles == ("Gallery", "Builder", "Export")
@@ -86,6 +111,93 @@ def test_serve_environment_picks_images_and_allowed_root(folders, monkeypatch, m
     assert app.builder.images_panel.load_folder("more") == []
     assert app.builder.renderer.names == ["gravel.jpg"]
     assert gallery_names(app) == ["gravel.jpg"]
+
+
+def test_a_symlink_in_the_start_up_folder_leading_outside_the_root_is_skipped(
+        folders, monkeypatch, make_app):
+    """The served app's start-up folder passes the same allowed-root check as a folder typed
+    in the app: before, its symlink to a file outside the root was read and shown to every
+    visitor, in the builder (the gallery happened to check)."""
+    root, images, outside = folders
+    os.symlink(outside / "gravel.jpg", images / "link.jpg")
+    monkeypatch.setenv(IMAGES_ENV, str(images))
+    monkeypatch.setenv(ALLOWED_ROOT_ENV, str(root))
+    app = make_app()
+    assert sorted(app.builder.renderer.names) == ["cat.jpg", "coffee.jpg"]
+    assert sorted(gallery_names(app)) == ["cat.jpg", "coffee.jpg"]
+    reasons = {p.name: p.reason for p in app.builder.image_problems}
+    assert reasons == {"link.jpg": "outside the allowed folder"}
+    assert "link.jpg: outside the allowed folder" in app.builder.images_panel.problems.value
+
+
+def test_a_start_up_folder_that_is_a_symlink_out_of_the_root_is_refused(
+        folders, monkeypatch, make_app):
+    root, images, outside = folders
+    os.symlink(outside, root / "escape")
+    monkeypatch.setenv(IMAGES_ENV, str(root / "escape"))
+    monkeypatch.setenv(ALLOWED_ROOT_ENV, str(root))
+    app = make_app()
+    assert "gravel.jpg" not in app.builder.renderer.names
+    assert [(p.name, p.reason) for p in app.builder.image_problems] == [
+        ("escape", "outside the allowed folder")]
+    assert "no usable image" in app.builder.images_panel.summary.value
+
+
+def test_the_samples_button_of_a_served_app_loads_both_views(folders, monkeypatch, make_app):
+    """Served with its own images folder, the bundled samples (outside the allowed root) are
+    checked inside their own folder: before, the gallery checked them against the allowed
+    root, refused every one and kept showing nothing new."""
+    root, images, _ = folders
+    monkeypatch.setenv(IMAGES_ENV, str(images))
+    monkeypatch.setenv(ALLOWED_ROOT_ENV, str(root))
+    app = make_app()
+    assert app.builder.images_panel.load_samples() == []
+    assert "cat.jpg" in app.builder.renderer.names and "gravel.jpg" in app.builder.renderer.names
+    assert gallery_names(app) == app.builder.renderer.names[:4]
+    assert app.gallery.problems == []
+
+
+def test_a_served_page_names_no_server_path(folders, monkeypatch, make_app):
+    """Placeholders, summaries, refusals, problem lists and the export's command name folders
+    relative to the allowed root; neither the root's absolute path, nor the Python prefix, nor
+    the temp folder appears anywhere in the state the page receives."""
+    root, images, outside = folders
+    os.symlink(outside / "gravel.jpg", images / "link.jpg")
+    os.symlink(outside, root / "escape")
+    (images / "notes.txt").write_text("not an image")
+    monkeypatch.setenv(IMAGES_ENV, str(images))
+    monkeypatch.setenv(ALLOWED_ROOT_ENV, str(root))
+    app = make_app()
+    panel = app.builder.images_panel
+    needles = {str(root), str(root.resolve()), str(outside), sys.prefix, tempfile.gettempdir()}
+
+    def assert_no_server_path(when: str) -> None:
+        app.builder._on_idle()  # the export tab's texts are refreshed when the preview is idle
+        texts = list(widget_texts(app.widget))
+        leaks = [(n, t[:160]) for t in texts for n in needles if n in t]
+        assert not leaks, f"{when}: {leaks}"
+
+    assert app.wait_idle(120)
+    assert panel.folder.placeholder == "folder (relative to the allowed root)"
+    assert "--images photos " in app.builder.cli_command
+    assert_no_server_path("start-up folder with a symlink out")
+    for typed, why in [("/etc", "absolute paths are not allowed"), ("../elsewhere", "'..'"),
+                       ("escape", "leads outside the allowed root"), ("nope", "does not exist"),
+                       ("", "enter a folder inside the allowed root")]:
+        problems = panel.load_folder(typed)
+        assert problems and why in problems[0].reason, problems
+        assert_no_server_path(f"folder {typed!r}")
+    panel.load_uploads([{"name": "x.jpg", "size": 3, "content": b"bad"}])
+    assert_no_server_path("bad upload")
+    assert panel.load_samples() == []
+    assert app.wait_idle(120)
+    assert_no_server_path("samples")
+    problems = panel.load_folder(".")  # the root itself: two links out, listed by name
+    assert {p.name: p.reason for p in problems if "outside" in p.reason} == {
+        "photos/link.jpg": "outside the allowed folder",
+        "escape/gravel.jpg": "outside the allowed folder"}, problems
+    assert app.wait_idle(120)
+    assert_no_server_path("the allowed root itself")
 
 
 def test_a_missing_images_folder_falls_back_to_the_samples(tmp_path, monkeypatch, make_app):

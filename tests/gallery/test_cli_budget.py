@@ -1,4 +1,4 @@
-"""The CLI's pixel-budget flags: a render or check over the budget is one paragraph, exit 2/1."""
+"""Pixel budgets given by the CLI's flags and the app's argument (never by the environment)."""
 
 from __future__ import annotations
 
@@ -43,3 +43,20 @@ def test_check_images_takes_the_image_budget(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "cls/astronaut.jpg: too large (384x384, 0.1 MP; the limit is 0.1 MP), not decoded" \
         in out.stdout
+
+
+def test_the_app_takes_a_budget() -> None:
+    from dali_gallery.gallery.app import App
+    from dali_gallery.pipelines import budget
+
+    previous = budget.current()
+    tight = budget.Budget(render_pixels=1000)
+    app = App(device="cpu", budget=tight, gallery_images=1, builder_images=1, size=128)
+    try:
+        assert budget.current() == tight
+        app.builder.add_step("brightness")
+        assert app.wait_idle()
+        assert "per step of a render is allowed" in str(app.builder.last_error)
+    finally:
+        app.close()
+        budget.configure(previous)

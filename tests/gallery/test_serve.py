@@ -900,7 +900,6 @@ def test_serve_entry_point_runs_and_stops(tmp_path):
     prints the URL, and stops cleanly on SIGTERM with its kernels."""
     port = helpers.find_free_port()
     env = helpers.jupyter_env(tmp_path / "jupyter")
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -213,3 +213,20 @@ def test_uses_file_root_reader_when_possible(
     (clean / "bombs" / "bomb.png").write_bytes(png_bomb())
     check_dataset(clean)
     assert len(calls) == 1 and calls[0] is not None and "bombs/bomb.png" not in calls[0]
+
+
+def test_a_size_our_header_reader_cannot_tell_is_asked_of_dali(
+    corpus: dict[str, CorpusEntry], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A format the header reader does not know still never reaches the decoder unchecked:
+    DALI's own parser (fn.peek_image_shape) is asked, as the preview does."""
+    import dali_gallery.pipelines.dataset_check as dc
+    from dali_gallery.pipelines.image_headers import SizeCheck
+
+    root = _copy_good(corpus, tmp_path)
+    (root / "bombs").mkdir()
+    (root / "bombs" / "bomb.png").write_bytes(png_bomb())
+    monkeypatch.setattr(dc, "check_size", lambda f, limit: SizeCheck(None, None))
+    _, problems = check_dataset(root)
+    assert [(p.name, p.reason) for p in problems] == [
+        ("bombs/bomb.png", "too large (30000x30000, 900 MP; the limit is 160 MP), not decoded")]

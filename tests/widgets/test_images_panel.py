@@ -158,3 +158,11 @@ def test_a_missing_image_folder_never_breaks_the_builder(tmp_path: Path):
         assert b.preview.shape == (3, 2) and b.last_error is None
     finally:
         b.close()
+
+
+def test_uploaded_names_are_shown_escaped():
+    """A browser picks the name: a line break or escape sequence must not forge the list."""
+    items, problems = upload_items([upload("ok\n.jpg", b"1"), upload("\x1b[2Jbig.jpg", b"11")],
+                                   limit=1)
+    assert [n for n, _ in items] == ["ok\\n.jpg"]
+    assert problems[0].name == "\\x1b[2Jbig.jpg"
