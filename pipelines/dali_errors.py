@@ -87,11 +87,6 @@ def error_text(err: BaseException) -> str:
     return str(err)
 
 
-def is_dali_error(err: BaseException) -> bool:
-    """DALI raises RuntimeError (and the UnicodeDecodeError above) for data it cannot use."""
-    return isinstance(err, (RuntimeError, UnicodeDecodeError))
-
-
 def garbage_warning(stderr_text: str) -> str | None:
     """The libjpeg warning that says a "successful" decode is garbage, if any."""
     for line in stderr_text.splitlines():

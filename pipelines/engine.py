@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from .render_budget import check_render
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, feed_name, preview_module
 from .device import Device, resolve
@@ -35,6 +34,7 @@ from .display import encode_tiles
 from .pipeline_cache import PipelineCache
 from .preset import Preset, Step, load
 from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, feed_values
+from .render_budget import check_render
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
 from .step_error import StepError, name_step
 

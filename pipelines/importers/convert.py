@@ -201,13 +201,16 @@ class Converter:
                 s["probability"] = round(s["probability"] * p, 6)
             return item, None, built
         if not groups_supported():
-            reason = (f"{e.name}: a group of steps picked or applied together per sample is "
-                      "not yet supported by the preset format")
+            what = (f"picks one of {len(children)} transforms per sample" if mode == "one_of"
+                    else f"applies {len(children)} transforms together with one coin")
+            reason = (f"inside {e.name}, which {what}: step groups are not yet supported by "
+                      "the preset format")
             for it in self.items:
                 if it.inside == label and it.status == "imported":
                     it.status = "not imported"
                     it.verdict = Verdict("unsupported", reason=reason)
-                    it.nearest = "import the transforms separately"
+                    it.nearest = ("this transform as a step of its own (it then fires on its "
+                                  "own coin: not the same distribution)")
             return None, None, []
         if len(built) > MAX_GROUP or (mode == "one_of" and len(built) != len(children)):
             return self._refused(e, rule, Refused(

@@ -157,7 +157,7 @@ class _Reader:
                 raise _refuse(stmt, f"a {_describe(stmt)} is not read; paste the transform "
                               "pipeline (imports and `name = Compose([...])`) only: nothing "
                               "is executed")
-        pipelines = [(n, v) for n, v in found if _is_pipeline(v)]
+        pipelines = [(n, v) for n, v in _expand(found) if _is_pipeline(v)]
         if not pipelines:
             raise SourceRefused("no transform pipeline found: expected a torchvision "
                                 "`Compose([...])` / `v2.Compose([...])`, an Albumentations "
@@ -259,6 +259,11 @@ class _Reader:
         while isinstance(cur, ast.Attribute):
             parts.append(cur.attr)
             cur = cur.value
+        if isinstance(cur, ast.Call):
+            inner = ast.get_source_segment(self.text, cur.func) or "a call"
+            raise _refuse(node, f"using the result of {inner[:40]!r}(...) is not allowed: "
+                          "only transform classes of torchvision and Albumentations are read, "
+                          "and nothing is run")
         if not isinstance(cur, ast.Name):
             raise _refuse(node, f"{_describe(cur)} cannot name a transform")
         head = cur.id
@@ -351,6 +356,17 @@ def _constant(node: ast.Constant) -> Any:
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _expand(found: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Dicts of pipelines (``data_transforms = {"train": Compose(...), ...}``) by key."""
+    out = []
+    for name, value in found:
+        if isinstance(value, dict):
+            out += [(f"{name}[{k!r}]", v) for k, v in value.items()]
+        else:
+            out.append((name, value))
+    return out
 
 
 def _is_pipeline(v: Any) -> bool:

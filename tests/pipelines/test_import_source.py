@@ -1,0 +1,185 @@
+"""Reading pasted pipelines safely: only the syntax tree is read, nothing runs; malicious or
+broken input is refused with the line and column; saved Albumentations files are data."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from dali_gallery.pipelines.importers import ImportRefused, import_pipeline
+from dali_gallery.pipelines.importers.serialized import (
+    MAX_SERIALIZED,
+    SerializedRefused,
+    parse_serialized,
+)
+from dali_gallery.pipelines.importers.source import (
+    MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_SOURCE,
+    Call,
+    Opaque,
+    SourceRefused,
+    Symbol,
+    parse_source,
+)
+
+
+@pytest.fixture
+def canary(tmp_path, monkeypatch):
+    """A file the malicious snippets would create if any of their code ran."""
+    path = tmp_path / "pwned"
+    monkeypatch.setenv("DG_CANARY", str(path))
+    return path
+
+
+ATTACKS = {
+    "import os": ("import os\nos.system('touch $DG_CANARY')", "import of 'os'"),
+    "__import__": ("T.Compose([__import__('os').system('touch $DG_CANARY')])",
+                   "'__import__'"),
+    "eval": ("T.Compose([eval(\"open('x','w')\")])", "'eval'"),
+    "open in an argument": ("T.Compose([T.Resize(open('/etc/passwd').read())])", "'open'"),
+    "os via alias": ("T.Compose([os.system('touch $DG_CANARY')])", "'os.system'"),
+    "subprocess import": ("from subprocess import run\nrun(['touch', 'x'])",
+                          "import of 'subprocess'"),
+    "torch.load": ("T.Compose([torch.load('model.pt')])", "'torch.load'"),
+    "numpy call": ("T.Compose([T.Normalize(np.array([1]), [1])])", "'np.array'"),
+    "attribute of a call": ("T.Compose([T.Resize(256).__class__])", "result of"),
+    "function definition": ("def f():\n    pass\nT.Compose([])", "function definition"),
+    "class definition": ("class X:\n    pass", "class definition"),
+    "for loop": ("for i in range(3):\n    pass", "for loop"),
+    "comprehension": ("T.Compose([T.Resize(s) for s in [1]])", "list comprehension"),
+    "f-string": ("T.Compose([T.Resize(f'{1}')])", "f-string"),
+    "subscript": ("T.Compose([T.Resize(x[0])])", "subscript"),
+    "lambda outside Lambda": ("T.Compose([T.Resize(lambda: 1)])", "lambda"),
+    "star args": ("T.Compose(*[[T.Resize(1)]])", "*args"),
+    "kwargs unpacking": ("T.Compose([T.Resize(**{'size': 1})])", "**kwargs"),
+    "power": ("T.Compose([T.Resize(10 ** 100000)])", "BinOp"),
+    "huge number": ("T.Compose([T.Resize(1e300)])", "outside"),
+    "huge list": ("T.Compose([T.Normalize([0.5] * 100000, [1])])", "repeated list"),
+    "long string": ("T.Compose([T.Resize('" + "a" * 500 + "')])", "string of 500"),
+    "walrus": ("T.Compose([(x := 1)])", "assignment expression"),
+    "unknown variable": ("T.Compose([T.Resize(size)])", "not a known constant"),
+}
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_malicious_input_is_refused_with_its_place_and_nothing_runs(name, canary):
+    text, needle = ATTACKS[name]
+    with pytest.raises(SourceRefused) as e:
+        import_pipeline(text)
+    assert needle in str(e.value), str(e.value)
+    assert e.value.line is not None and str(e.value).startswith(f"line {e.value.line}, column")
+    assert not canary.exists()
+
+
+def test_broken_input_is_refused_clearly():
+    with pytest.raises(SourceRefused, match=r"line 2, column \d+: not valid Python"):
+        import_pipeline("import torchvision.transforms as T\nT.Compose([T.Resize(256)")
+    with pytest.raises(SourceRefused, match="no transform pipeline found"):
+        import_pipeline("x = 1\n'just a string'")
+    with pytest.raises(SourceRefused, match="nested too deeply|too many nested"):
+        import_pipeline("T.Compose(" + "[" * 300 + "]" * 300 + ")")
+    with pytest.raises(SourceRefused, match=f"at most {MAX_SOURCE}"):
+        import_pipeline("#" * (MAX_SOURCE + 1))
+    with pytest.raises(SourceRefused, match="Exceeds the limit|not valid Python"):
+        import_pipeline("T.Compose([T.Resize(" + "9" * 5000 + ")])")
+    deep = "T.Compose([" + "T.RandomApply([" * (MAX_DEPTH + 2) + "T.Resize(1)" \
+        + "])" * (MAX_DEPTH + 2) + "])"
+    with pytest.raises(SourceRefused, match="levels deep"):
+        import_pipeline(deep)
+
+
+def test_the_reader_returns_literals_constants_and_calls_only():
+    parsed = parse_source(
+        "import torchvision.transforms as TT\nfrom albumentations.pytorch import ToTensorV2\n"
+        "t = TT.Compose([TT.RandomResizedCrop(224, ratio=(3 / 4, 4 / 3), "
+        "interpolation=TT.InterpolationMode.BICUBIC), TT.Normalize([0.5] * 3, std=(-(-1),) * 3)"
+        ", TT.Lambda(lambda x: x.flip(0))])")
+    root = parsed.root
+    assert isinstance(root, Call) and root.library == "torchvision" and root.name == "Compose"
+    rrc, norm, lam = root.args[0]
+    assert rrc.module == "torchvision.transforms" and rrc.args == (224,)
+    assert rrc.kwargs["ratio"] == (0.75, 4 / 3)
+    assert rrc.kwargs["interpolation"] == Symbol(
+        "torchvision.transforms.InterpolationMode.BICUBIC", "bicubic")
+    assert norm.args == ([0.5, 0.5, 0.5],) and norm.kwargs["std"] == (1, 1, 1)
+    assert isinstance(lam.args[0], Opaque) and lam.args[0].text == "lambda x: x.flip(0)"
+    assert rrc.line == 3 and "RandomResizedCrop(224" in rrc.text
+
+
+def test_aliases_star_imports_and_the_training_pipeline_is_chosen():
+    text = ("from torchvision.transforms import *\nval = Compose([Resize(256), CenterCrop(224)])"
+            "\ntrain_tf = Compose([RandomResizedCrop(224), RandomHorizontalFlip()])")
+    parsed = parse_source(text)
+    assert parsed.target == "train_tf"
+    assert [c.name for c in parsed.root.args[0]] == ["RandomResizedCrop", "RandomHorizontalFlip"]
+    assert "also found val" in parsed.notes[0]
+    d = parse_source("from torchvision import transforms\nd = {'train': transforms.Compose("
+                     "[transforms.ToTensor()]), 'val': transforms.Compose([])}")
+    assert d.target == "d['train']"
+
+
+def test_custom_and_lambda_transforms_are_listed_and_the_rest_imports():
+    result = import_pipeline(
+        "import torchvision.transforms as T\nT.Compose([Cutout(16), T.Lambda(lambda x: x),"
+        " T.RandomHorizontalFlip()])")
+    by = {t.call.name: t for t in result.transforms}
+    assert by["Cutout"].status == "not imported" and "custom code" in by["Cutout"].verdict.reason
+    assert "custom operator" in by["Cutout"].nearest
+    assert by["Lambda"].status == "not imported" and "never imported or run" in \
+        by["Lambda"].verdict.reason
+    assert [s.op for s in result.preset.steps] == ["flip"]
+
+
+# ---- Albumentations saved pipelines --------------------------------------------------------
+
+
+def _saved() -> dict:
+    return {"__version__": "2.0.8", "transform": {
+        "__class_fullname__": "Compose", "p": 1.0, "bbox_params": None, "transforms": [
+            {"__class_fullname__": "HorizontalFlip", "p": 0.5},
+            {"__class_fullname__": "albumentations.augmentations.geometric.rotate.Rotate",
+             "always_apply": False, "p": 0.3, "limit": [-20, 20], "interpolation": 1,
+             "border_mode": 0, "fill": 0}]}}
+
+
+def test_a_saved_pipeline_imports_from_json_and_yaml():
+    yaml = pytest.importorskip("yaml")
+    for text in (json.dumps(_saved()), yaml.safe_dump(_saved())):
+        result = import_pipeline(text)
+        assert [s.op for s in result.preset.steps] == ["flip", "rotate"]
+        assert result.preset.steps[1].probability == 0.3
+        assert result.origin == "Albumentations serialized pipeline"
+
+
+def test_saved_pipelines_are_data_within_budgets():
+    with pytest.raises(SerializedRefused, match="NaN is not allowed"):
+        parse_serialized('{"transform": {"__class_fullname__": "Compose", "p": NaN}}')
+    with pytest.raises(SerializedRefused, match="not valid YAML"):
+        parse_serialized("__class_fullname__: !!python/object/apply:os.system ['touch x']")
+    with pytest.raises(SerializedRefused, match=f"at most {MAX_SERIALIZED}"):
+        parse_serialized("{" + " " * MAX_SERIALIZED + "}")
+    with pytest.raises(SerializedRefused, match="no 'transform'"):
+        parse_serialized('{"a": 1}')
+    with pytest.raises(SerializedRefused, match=f"a list of {MAX_ITEMS + 1} items"):
+        parse_serialized(json.dumps({"transform": {"__class_fullname__": "Compose",
+                                                   "transforms": [1] * (MAX_ITEMS + 1)}}))
+
+
+def test_a_yaml_alias_bomb_runs_into_the_node_budget():
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for k in range(1, 9):
+        levels.append(f"{chr(97 + k)}: &{chr(97 + k)} [" + ", ".join([f"*{chr(96 + k)}"] * 9)
+                      + "]")
+    text = "\n".join(levels) + "\ntransform: {__class_fullname__: Compose, transforms: *i}\n"
+    with pytest.raises(SerializedRefused, match="more than"):
+        parse_serialized(text)
+
+
+def test_refusals_are_one_exception_family():
+    assert all(issubclass(cls, ValueError) for cls in ImportRefused)
+    with pytest.raises(ImportRefused):
+        import_pipeline("}{")
+    assert sys.getrecursionlimit() > 0  # the reader raised, the interpreter is fine
