@@ -249,8 +249,10 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
 
     from .decode_bench import bench_decode
     from .gallery_bench import bench_gallery
+    from .library_bench import bench_albumentations  # only with --only albumentations
 
-    return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery}
+    return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery,
+            "albumentations": bench_albumentations}
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,

@@ -6,6 +6,13 @@ DALI runs it through ``fn.python_function``: each parameter arrives as a 0-d arr
 values drawn per sample (``uniform``) work, and the exported module contains the function's
 source, so training runs the same code.
 
+Registration checks the function the way the preview runs it: the module-level imports and
+constants it reads are copied with it (:mod:`pipelines.custom_code`; anything else is refused
+with what to do), and the copy runs once on test images with the defaults
+(:mod:`pipelines.custom_probe`), so a failure or a result that is not an RGB uint8 image of the
+input's size is refused here, and the measured cost bounds each render's Python time
+(:mod:`pipelines.custom_budget`).
+
     @custom_op("custom.my_effect", "What it does.", params=(Param(...),))
     def my_effect(image, strength):
         ...
@@ -19,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .catalog import CATALOG, Catalog, unregister
+from .custom_code import check_together
 from .custom_spec import custom_spec, source_of
 from .params import Param
 
@@ -35,6 +43,10 @@ def custom_op(name: str, doc: str, *, params: Iterable[Param] = (),
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         spec = custom_spec(name, doc, function, params=params, devices=devices,
                            magnitude=magnitude, signed=signed)
+        assert spec.custom_code is not None
+        for other in catalog.values():  # one generated module may hold any two of them
+            if other.custom_code is not None and not (replace and other.name == name):
+                check_together([(other.name, other.custom_code), (name, spec.custom_code)])
         if replace and name in catalog:
             unregister(catalog, name)
         catalog.register(spec)

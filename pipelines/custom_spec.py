@@ -2,18 +2,29 @@
 
 Pure (registers nothing), so that the shipped examples (:mod:`pipelines.ops.custom`) can be
 declared like every other operator, and :func:`pipelines.custom.custom_op` can register them.
+Making an entry checks the function the way the preview will run it: the copy of its source
+(with the imports and constants it reads, :mod:`pipelines.custom_code`) is loaded and run once
+on test images (:mod:`pipelines.custom_probe`), so a missing name, a failure or a result that
+is not an RGB uint8 image of the input's size is refused here, naming the operator.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
+import re
 import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .custom_code import capture
+from .custom_probe import load_copy, probe
 from .opspec import OpSpec
 from .params import Param
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""An operator name: dotted identifiers (it is written into generated code as a string)."""
 
 
 def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
@@ -22,28 +33,35 @@ def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
     """The entry that runs ``function(image, *params)`` through DALI's ``python_function``."""
     params = tuple(params)
     devices = tuple(devices)
+    if not isinstance(name, str) or NAME.fullmatch(name) is None:
+        raise ValueError(f"custom operator name {name!r} is not allowed; expected dotted "
+                         "identifiers such as 'custom.my_effect'")
     _check_function(name, function, params)
     for p in params:
         if p.kind in ("float", "int") and not p.runtime:
             raise ValueError(f"{name}: parameter {p.name!r} must be declared runtime=True "
                              "(custom operators receive every value as a per-sample input)")
+    code = capture(name, function, source_of(function))
+    cost = probe(name, load_copy(name, code), params, devices)
+    code = dataclasses.replace(code, cost=cost)
     inputs = ", ".join(f"{{{p.name}}}" for p in params)
+    wrapped = f'_checked({function.__name__}, "{name}")'
     call = (f"fn.python_function({{x}}, *_inputs({{x}}, {inputs}), "
-            f"function={function.__name__}, output_layouts=\"HWC\")"
+            f"function={wrapped}, output_layouts=\"HWC\")"
             if params else
-            f"fn.python_function({{x}}, function={function.__name__}, "
-            f"output_layouts=\"HWC\")")
+            f"fn.python_function({{x}}, function={wrapped}, output_layouts=\"HWC\")")
     return OpSpec(name, "custom", doc, call, params, devices=frozenset(devices),
-                  magnitude=magnitude, signed=signed, function=function,
+                  magnitude=magnitude, signed=signed, function=function, custom_code=code,
                   gpu_reason="" if "cpu" in devices else "the function is written for CuPy")
 
 
 def _check_function(name: str, function: Callable[..., Any], params: tuple[Param, ...]) -> None:
-    if not function.__name__.isidentifier() or function.__name__ == "<lambda>":
-        raise ValueError(f"{name}: the function must be a named, module-level def")
+    if (not callable(function) or not getattr(function, "__name__", "").isidentifier()
+            or function.__name__ == "<lambda>"):
+        raise ValueError(f"{name}: the function must be a named def")
     try:
         source_of(function)
-    except (OSError, TypeError) as e:
+    except (OSError, TypeError, SyntaxError) as e:
         raise ValueError(f"{name}: cannot read the source of {function.__name__} ({e}); define "
                          "it in a .py file or a notebook cell") from e
     sig = inspect.signature(function)
@@ -62,7 +80,7 @@ def source_of(function: Callable[..., Any]) -> str:
     src = textwrap.dedent(inspect.getsource(function))
     tree = ast.parse(src)
     node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef):
+    if not isinstance(node, ast.FunctionDef) or node.name != function.__name__:
         raise TypeError("not a function definition")
     lines = src.splitlines()
     return "\n".join(lines[node.lineno - 1:]).rstrip()

@@ -29,6 +29,7 @@ import numpy as np
 
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, feed_name, preview_module
+from .custom_budget import check_custom_time
 from .device import Device, resolve
 from .display import encode_tiles
 from .pipeline_cache import PipelineCache
@@ -130,6 +131,8 @@ class PreviewEngine:
             raise StepError(f"{n} images x {draws} draws = {batch} samples; at most "
                             f"{MAX_BATCH} per render")
         self._check_devices(preset)
+        check_custom_time(preset, arrays, draws, overrides=_override,
+                          catalog=self.catalog)  # Python operators' time, before DALI runs
         check_render(self, preset, arrays, draws, tail=tail, overrides=_override,
                      catalog=self.catalog)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()

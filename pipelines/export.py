@@ -21,7 +21,14 @@ from .codegen import chain_source
 from .device import HW_DECODER_LOAD
 from .export_template import PIPELINE_TEMPLATE as _PIPELINE
 from .image_files import IMAGE_EXTENSIONS
-from .module_parts import custom_sources, helper_source, imports_for, tail_lines, used_helpers
+from .module_parts import (
+    custom_imports,
+    custom_sources,
+    helper_source,
+    imports_for,
+    tail_lines,
+    used_helpers,
+)
 from .preset import Preset, PresetError, load, parse_document
 from .shards import EMBEDDED
 
@@ -50,7 +57,7 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG) 
     if custom:
         helpers = f"{helpers}\n\n\n{custom}" if helpers else custom
     doc = _docstring(preset)
-    imports = imports_for(code + helpers)
+    imports = imports_for(code + helpers, custom_imports(preset, catalog))
     preset_json = json.dumps(preset.to_dict(), separators=(",", ":"), ensure_ascii=True)
     extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)
     const = [f"SEED = {preset.seed}", f"HW_DECODER_LOAD = {HW_DECODER_LOAD!r}",

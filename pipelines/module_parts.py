@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
+from collections.abc import Sequence
 
 from . import graph_helpers
 from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
-from .custom_spec import source_of
+from .custom_code import CustomCode, check_together, import_lines, module_text
+from .custom_probe import _checked
 from .preset import Output, Preset
 
 TAIL_SLOT = 1_000_000
@@ -32,28 +35,51 @@ def used_helpers(code: str) -> list[str]:
     return [h for h in _HELPERS if h in used]
 
 
+def custom_codes(preset: Preset, catalog: Catalog) -> list[CustomCode]:
+    """The copies of the user-defined functions the chain runs, each once (ValueError when
+    two of them need one name to be different things)."""
+    found = [(s.op, code) for _, s in preset.active_steps()
+             if (code := catalog[s.op].custom_code) is not None]
+    check_together(found)
+    unique: dict[str, CustomCode] = {}
+    for _, code in found:
+        unique.setdefault(code.function_name, code)
+    return list(unique.values())
+
+
 def custom_sources(preset: Preset, catalog: Catalog) -> str:
-    """Source of the user-defined functions the chain runs (each once)."""
-    seen: dict[str, str] = {}
-    for _, step in preset.active_steps():
-        spec = catalog[step.op]
-        if spec.function is not None and spec.function.__name__ not in seen:
-            seen[spec.function.__name__] = source_of(spec.function)
-    return "\n\n\n".join(seen.values())
+    """Source of the user-defined functions the chain runs (each once, with the constants they
+    read), after the wrapper that checks what they return."""
+    return module_text(custom_codes(preset, catalog), inspect.getsource(_checked).rstrip())
+
+
+def custom_imports(preset: Preset, catalog: Catalog) -> list[str]:
+    """Import lines the user-defined functions the chain runs need (for :func:`imports_for`)."""
+    return import_lines(custom_codes(preset, catalog))
+
+
+def _import_order(line: str) -> tuple[str, str]:
+    """isort's order of ``import x [as y]`` lines: by module, ignoring case."""
+    return line.split()[1].lower(), line
 
 
 def helper_source(names: list[str]) -> str:
     return "\n\n\n".join(inspect.getsource(getattr(graph_helpers, n)).rstrip() for n in names)
 
 
-def imports_for(code: str) -> list[str]:
-    """Import lines (isort order) for what the code uses."""
+def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
+    """Import lines (isort order) for what the code uses, and the ``extra`` lines
+    (``import x [as y]``) that custom functions need (:func:`custom_imports`)."""
     lines = []
-    std = [m for m in ("argparse", "json", "os", "tempfile") if re.search(rf"\b{m}\.", code)]
+    std = [f"import {m}" for m in ("argparse", "json", "os", "tempfile")
+           if re.search(rf"\b{m}\.", code)]
+    std += [e for e in extra if e.split()[1].split(".")[0] in sys.stdlib_module_names]
     if std:
-        lines += [f"import {m}" for m in std] + [""]
+        lines += sorted(set(std), key=_import_order) + [""]
+    third = [e for e in extra if e not in std]
     if re.search(r"\bnp\.", code):
-        lines.append("import numpy as np")
+        third.append("import numpy as np")
+    lines += sorted(set(third), key=_import_order)
     dali = ["fn"]
     if "@pipeline_def" in code:
         dali.append("pipeline_def")

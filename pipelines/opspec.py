@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canvas import SAME, Canvas
+from .custom_code import CustomCode
 from .params import Param
 
 CATEGORIES = (
@@ -71,6 +72,9 @@ class OpSpec:
     checkpoints: bool = True
     gpu_reason: str = ""
     function: Callable[..., Any] | None = None
+    custom_code: CustomCode | None = None
+    """A custom operator's function as the generated modules copy it, with what a call costs
+    (:func:`pipelines.custom_spec.custom_spec` sets it with ``function``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     canvas: Canvas = SAME
 

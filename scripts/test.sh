@@ -130,7 +130,8 @@ ensure_cpu_torch() {
 }
 
 # ensure_package [EXTRA]: pip install -e ".[EXTRA]" unless it is already installed from here.
-TEST_MODULES=(pytest pytest_timeout hypothesis ruff nbclient nbformat ipykernel playwright)
+TEST_MODULES=(pytest pytest_timeout hypothesis ruff nbclient nbformat ipykernel playwright
+              setuptools torchvision albumentations yaml)
 ensure_package() {
     ensure_python
     local extra="${1:-}" spec="."

@@ -61,3 +61,29 @@ def one_step(op: str, probability: float = 1.0, seed: int = 7, **params: Any) ->
 
 CPU_OPS = [name for name, spec in CATALOG.items() if spec.cpu]
 GPU_ONLY_OPS = [name for name, spec in CATALOG.items() if not spec.cpu]
+
+
+def check_checkpoints_declaration(op: str, device: str, folder: Path) -> None:
+    """Build ``op``'s one-step preview pipeline with ``enable_checkpointing`` on ``device``: DALI
+    must accept it exactly when the catalog declares ``checkpoints``."""
+    import pytest
+
+    from dali_gallery.pipelines.codegen import preview_module
+    from dali_gallery.pipelines.preset import new_step
+    from dali_gallery.pipelines.preview_pipeline import ChainModules, build_pipeline
+
+    preset = Preset([new_step(op)], seed=3)
+    code, chain = preview_module(preset)
+    modules = ChainModules(folder)
+    module, _ = modules.load(code)
+    pipe = build_pipeline(module, preset.seed, 1, device, 1, False, True, chain.conditionals)
+    try:
+        if CATALOG[op].checkpoints:
+            pipe.build()
+            assert pipe.checkpoint()
+        else:
+            with pytest.raises(RuntimeError, match="[Cc]heckpoint"):
+                pipe.build()
+    finally:
+        del pipe
+        modules.clear()

@@ -2,9 +2,10 @@
 environment, and use it from a folder that is not the repository.
 
 The wheel is built from a copy of exactly what pyproject.toml packages (so the build leaves
-nothing in the working tree), with this interpreter's setuptools (``--no-build-isolation``)
-and no index: no network. The virtual environment reuses this interpreter's packages
-(``--system-site-packages``: DALI, Voilà, ...) and gets only the wheel (``--no-deps``).
+nothing in the working tree), with this interpreter's setuptools (``--no-build-isolation``; the
+``test`` extra brings it) and no index: no network. The virtual environment reuses this
+interpreter's packages (``--system-site-packages``: DALI, Voilà, ...) and gets only the wheel
+(``--no-deps``).
 """
 
 from __future__ import annotations
@@ -72,9 +73,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     venv = base / "venv"
     run([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=base)
     python = venv / "bin" / "python"
-    run([python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", wheel], cwd=base)
     site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     cwd=base).stdout.strip())
+    # When this interpreter is itself a virtual environment (scripts/test.sh makes a .venv on
+    # an "externally managed" Python), --system-site-packages reaches the base Python, not the
+    # packages installed here: add them, after the venv's own site-packages.
+    outer = dict.fromkeys(sysconfig.get_path(k) for k in ("purelib", "platlib"))
+    (site / "_dali_gallery_test_reuse.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in outer))
+    run([python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", wheel], cwd=base)
     return SimpleNamespace(base=base, wheel=wheel, venv=venv, python=python, site=site)
 
 
@@ -88,6 +95,15 @@ def test_the_wheel_is_one_namespace_with_the_notebook_and_the_samples(installed)
     samples = [n for n in names if n.startswith("dali_gallery/gallery/samples/")]
     assert sum(n.endswith(".jpg") for n in samples) >= 4
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
+    # every module of the repository's package folders is in the wheel (the package list in
+    # pyproject.toml is explicit: a new subpackage left out of it would be missing)
+    expected = {
+        f"{package.replace('.', '/')}/{path.relative_to(REPO / folder).as_posix()}"
+        for package, folder in PYPROJECT["tool"]["setuptools"]["package-dir"].items()
+        for path in (REPO / folder).rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert not expected - set(names), sorted(expected - set(names))
 
 
 def test_the_installed_copy_is_used_outside_the_repository(installed, tmp_path):

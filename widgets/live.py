@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as w
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.custom_budget import NOTICE_SECONDS, estimate
 from dali_gallery.pipelines.engine import MAX_BATCH, StepError
 from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.pipelines.preset import Preset
@@ -103,9 +104,20 @@ class LivePreview:
             self.status.value = ("no images loaded: use the bundled samples, a folder or "
                                  "uploads (Images tab)")
             return
-        self.scheduler.submit(RenderRequest(self._current(), self.draws,
-                                            min(self.count, self.renderer.count),
-                                            self.renderer.version))
+        preset, count = self._current(), min(self.count, self.renderer.count)
+        self._note_slow(preset, count)
+        self.scheduler.submit(RenderRequest(preset, self.draws, count, self.renderer.version))
+
+    def _note_slow(self, preset: Preset, count: int) -> None:
+        """A render whose Python operators take a while says so first: the tiles change only
+        when it is done (the estimate is the one the engine checks against its budget)."""
+        sizes = [a.shape[:2] for a in self.engine.images[:count]]
+        times = estimate(preset, sizes, self.draws, catalog=self.catalog)
+        total = sum(t.seconds for t in times)
+        if total >= NOTICE_SECONDS:
+            slow = max(times, key=lambda t: t.seconds)
+            self.status.value = (f"rendering&hellip; step {slow.step} ({slow.op}) runs Python "
+                                 f"for about {total:.1f} s")
 
     def load(self, source: ImageSource) -> tuple[list[ImageProblem], bool]:
         """Load images; returns the problems and whether the images were replaced (they are

@@ -222,8 +222,9 @@ def _crop_convert(a: Args, c: Context, centre: bool) -> Conversion:
     conv = Conversion([step("crop", _p(a), crop_h=float(h), crop_w=float(w), crop_pos_x=pos,
                             crop_pos_y=pos, out_of_bounds_policy="pad")],
                       {"crop": [h, w]} if centre and _p(a) == 1 else None)
-    if a.get("pad_if_needed"):
-        conv.notes.append("pad_if_needed: DALI pads a window larger than the image with 0")
+    if not a.get("pad_if_needed"):
+        conv.notes.append("an image smaller than the crop: Albumentations raises an error "
+                          "(pad_if_needed=False), DALI pads it with 0")
     return conv
 
 
@@ -244,10 +245,10 @@ SMALLEST_VERDICT = Verdict("equivalent", 8, 0.99, reason="OpenCV vs DALI resampl
 
 def _random_crop_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
     h, w = int(number(a["height"], "height")), int(number(a["width"], "width"))
-    ref = alb("Crop", x_min=max(0, shape[1] - w), y_min=max(0, shape[0] - h), x_max=shape[1],
-              y_max=shape[0], pad_if_needed=True, pad_position="top_left")
-    return Fixed([step("crop", crop_h=float(h), crop_w=float(w), crop_pos_x=1.0,
-                       crop_pos_y=1.0, out_of_bounds_policy="pad")], ref, "bottom-right window")
+    ref = alb("Crop", x_min=0, y_min=0, x_max=w, y_max=h, pad_if_needed=True,
+              pad_position="top_left")
+    return Fixed([step("crop", crop_h=float(h), crop_w=float(w), crop_pos_x=0.0,
+                       crop_pos_y=0.0, out_of_bounds_policy="pad")], ref, "top-left window")
 
 
 def _smallest_convert(a: Args, c: Context) -> Conversion:

@@ -363,17 +363,21 @@ def _original_times(result: ImportResult, images: list[np.ndarray], repeats: int
         notes.append("original pipeline timed without " + "; ".join(left_out))
     steps = list(compose.transforms)
     names = [type(t).__name__ for t in steps]
-    run = _runner(result.library)
+    run = _runner(result.library, names)
     per_round = []
-    for _ in range(max(1, repeats) + 1):
-        totals = [0.0] * len(steps)
-        for img in images:
-            x = run.prepare(img)
-            for k, t in enumerate(steps):
-                t0 = time.perf_counter()
-                x = run.call(t, x)
-                totals[k] += (time.perf_counter() - t0) * 1000
-        per_round.append(totals)
+    try:
+        for _ in range(max(1, repeats) + 1):
+            totals = [0.0] * len(steps)
+            for img in images:
+                x = run.prepare(img)
+                for k, t in enumerate(steps):
+                    t0 = time.perf_counter()
+                    x = run.call(t, x)
+                    totals[k] += (time.perf_counter() - t0) * 1000
+            per_round.append(totals)
+    except (TypeError, ValueError, RuntimeError) as e:  # the library refused our input
+        notes.append(f"original pipeline not timed: {type(e).__name__}: {e}"[:300])
+        return [], [], None
     per_round = per_round[1:]  # the first round warms caches up
     medians = [statistics.median(r[k] for r in per_round) for k in range(len(steps))]
     return medians, names, sum(medians)
@@ -385,15 +389,26 @@ class _Runner:
     call: Callable[[Any, Any], Any]
 
 
-def _runner(library: str) -> _Runner:
+_PIL_CONVERSIONS = ("ToTensor", "PILToTensor", "ToImage")
+
+
+def _runner(library: str, names: list[str]) -> _Runner:
+    """How the original pipeline is fed: NumPy for Albumentations; for torchvision a PIL
+    image when the pipeline converts one (ToTensor...), else a uint8 CHW tensor (v2)."""
     if library == "albumentations":
         return _Runner(lambda img: img, lambda t, x: t(image=x)["image"])
 
-    def prepare(img: np.ndarray) -> Any:
+    def pil(img: np.ndarray) -> Any:
         from PIL import Image
 
         return Image.fromarray(img)
 
+    def tensor(img: np.ndarray) -> Any:
+        from .reference import to_tensor
+
+        return to_tensor(img)
+
+    prepare = pil if any(n in _PIL_CONVERSIONS for n in names) else tensor
     return _Runner(prepare, lambda t, x: t(x))
 
 

@@ -93,7 +93,7 @@ def _tail(preset: Preset, library: str) -> list[str]:
         return lines
     if out.resize_shorter:
         lines.append(f"A.SmallestMaxSize(max_size={int(out.resize_shorter)}, "
-                     "interpolation=1),")
+                     "interpolation=3),")  # INTER_AREA: antialiased, as the tail's resize
     if out.crop:
         lines.append(f"A.CenterCrop({out.crop[0]}, {out.crop[1]}, pad_if_needed=True),")
     if out.mirror_probability:

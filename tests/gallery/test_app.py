@@ -187,8 +187,14 @@ def test_a_served_page_names_no_server_path(folders, monkeypatch, make_app):
         problems = panel.load_folder(typed)
         assert problems and why in problems[0].reason, problems
         assert_no_server_path(f"folder {typed!r}")
-    panel.load_uploads([{"name": "x.jpg", "size": 3, "content": b"bad"}])
-    assert_no_server_path("bad upload")
+    cat = (SAMPLES / "cat.jpg").read_bytes()
+    broken = cat[:300] + bytes(64) + cat[300:600]  # headers fine, then DALI fails to decode
+    problems = panel.load_uploads([{"name": "x.jpg", "size": 3, "content": b"bad"},
+                                   {"name": "broken.jpg", "size": len(broken),
+                                    "content": broken}])
+    assert {p.name for p in problems} == {"x.jpg", "broken.jpg"}, problems
+    assert app.wait_idle(120)
+    assert_no_server_path("bad uploads")
     assert panel.load_samples() == []
     assert app.wait_idle(120)
     assert_no_server_path("samples")

@@ -32,7 +32,7 @@ FULL = preset_dict(
 )
 ALLOWED_IMPORTS = {"argparse", "json", "os", "tempfile", "numpy", "nvidia.dali",
                    "nvidia.dali.auto_aug", "nvidia.dali.auto_aug.core", "nvidia.dali.data_node"}
-TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "vignette", "cutout_colour",
+TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cutout_colour",
              "_center", "_affine", "_perspective", "_const", "_bin",
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",

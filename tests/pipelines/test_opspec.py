@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dali_gallery.pipelines.catalog import CATALOG
-from dali_gallery.pipelines.codegen import preview_module
 from dali_gallery.pipelines.opspec import PLACEHOLDER
-from dali_gallery.pipelines.preset import Preset, new_step
-from dali_gallery.pipelines.preview_pipeline import ChainModules, build_pipeline
-from tests.support import CPU_OPS, GPU_ONLY_OPS
+from tests.support import CPU_OPS, GPU_ONLY_OPS, check_checkpoints_declaration
 
 
 def test_unavailable_on_names_the_operator_the_devices_and_the_reason():
@@ -39,18 +36,4 @@ def test_call_source_fills_every_placeholder():
 def test_checkpoints_flag_matches_dali(op, tmp_path):
     """DALI itself says whether a pipeline with the operator can be checkpointed: building with
     ``enable_checkpointing`` fails for exactly the operators declared ``checkpoints=False``."""
-    preset = Preset([new_step(op)], seed=3)
-    code, chain = preview_module(preset)
-    modules = ChainModules(tmp_path)
-    module, _ = modules.load(code)
-    pipe = build_pipeline(module, preset.seed, 1, "cpu", 1, False, True, chain.conditionals)
-    try:
-        if CATALOG[op].checkpoints:
-            pipe.build()
-            assert pipe.checkpoint()
-        else:
-            with pytest.raises(RuntimeError, match="[Cc]heckpoint"):
-                pipe.build()
-    finally:
-        del pipe
-        modules.clear()
+    check_checkpoints_declaration(op, "cpu", tmp_path)

@@ -1,0 +1,106 @@
+"""The way back: a preset written as torchvision v2 or Albumentations code that runs in that
+library and imports back into the same steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dali_gallery.pipelines.importers import import_pipeline
+from dali_gallery.pipelines.importers.reverse import to_library_code
+from dali_gallery.pipelines.preset import load
+from tests.support import preset_dict
+
+OUTPUT = {"resize_shorter": 64, "crop": [48, 48], "mean": [0.485, 0.456, 0.406],
+          "std": [0.229, 0.224, 0.225], "layout": "CHW", "dtype": "float32"}
+
+TV_STEPS = [
+    {"op": "random_resized_crop", "params": {"size": 96, "area_min": 0.2, "area_max": 1.0,
+                                             "aspect_min": 0.75, "aspect_max": 4 / 3}},
+    {"op": "flip", "probability": 0.5, "params": {"horizontal": True, "vertical": False}},
+    {"op": "flip", "probability": 0.25, "params": {"horizontal": False, "vertical": True}},
+    {"op": "rotate", "params": {"angle": {"uniform": [-20, 20]}, "keep_size": True,
+                                "fill_value": 0, "interp_type": "linear"}},
+    {"op": "color_twist", "params": {"brightness": {"uniform": [0.7, 1.3]},
+                                     "contrast": 1.0, "saturation": {"uniform": [0.6, 1.4]},
+                                     "hue": {"uniform": [-18, 18]}}},
+    {"op": "gaussian_blur", "params": {"sigma": {"uniform": [0.1, 2.0]}}},
+    {"op": "auto_aug.solarize", "probability": 0.5, "params": {"magnitude_bin": 7}},
+    {"op": "auto_aug.posterize", "probability": 0.5, "params": {"magnitude_bin": 15}},
+    {"op": "auto_aug.sharpness", "probability": 0.5,
+     "params": {"magnitude_bin": 10, "random_sign": False}},
+    {"op": "auto_aug.invert", "probability": 0.5, "params": {}},
+    {"op": "auto_aug.auto_contrast", "probability": 0.5, "params": {}},
+    {"op": "equalize", "probability": 0.5, "params": {}},
+    {"op": "saturation", "probability": 0.1, "params": {"saturation": 0.0}},
+    {"op": "rand_augment", "params": {"n": 2, "m": 9}},
+    {"op": "jpeg_compression_distortion", "params": {"quality": 50}},
+]
+
+ALB_STEPS = [
+    {"op": "flip", "probability": 0.5, "params": {"horizontal": True, "vertical": False}},
+    {"op": "rotate", "probability": 0.7, "params": {"angle": {"uniform": [-30, 30]},
+                                                    "keep_size": True, "fill_value": 0,
+                                                    "interp_type": "linear"}},
+    {"op": "random_resized_crop", "params": {"size": 96, "area_min": 0.3, "area_max": 1.0,
+                                             "aspect_min": 0.75, "aspect_max": 4 / 3,
+                                             "antialias": False}},
+    {"op": "brightness", "probability": 0.5,
+     "params": {"brightness": {"uniform": [0.8, 1.2]},
+                "brightness_shift": {"uniform": [-0.2, 0.2]}}},
+    {"op": "noise.gaussian", "probability": 0.5, "params": {"stddev": {"uniform": [10, 30]}}},
+    {"op": "gaussian_blur", "probability": 0.5, "params": {"sigma": {"uniform": [0.5, 3.0]}}},
+    {"op": "jpeg_compression_distortion", "probability": 0.5,
+     "params": {"quality": {"uniform": [40, 90]}}},
+    {"op": "clahe", "probability": 0.5, "params": {"tiles_x": 8, "tiles_y": 8,
+                                                   "clip_limit": 2.0}},
+    {"op": "auto_aug.posterize", "probability": 0.5, "params": {"magnitude_bin": 15}},
+    {"op": "auto_aug.solarize", "probability": 0.5, "params": {"magnitude_bin": 15}},
+    {"op": "equalize", "probability": 0.5, "params": {}},
+    {"op": "saturation", "probability": 0.05, "params": {"saturation": 0.0}},
+    {"op": "resize", "params": {"resize_shorter": 80, "antialias": False,
+                                "interp_type": "linear"}},
+    {"op": "crop", "params": {"crop_h": 64, "crop_w": 64, "crop_pos_x": 0.5, "crop_pos_y": 0.5}},
+]
+
+
+def run_code(code: str):
+    namespace: dict = {}
+    exec(compile(code, "written_by_dali_gallery.py", "exec"), namespace)  # our own output
+    return namespace["transform"]
+
+
+@pytest.mark.parametrize(("library", "steps"), [("torchvision", TV_STEPS),
+                                                 ("albumentations", ALB_STEPS)])
+def test_written_code_runs_in_the_library_and_imports_back_to_the_same_steps(library, steps):
+    pytest.importorskip(library)
+    preset = load(preset_dict(steps, output=OUTPUT))
+    code = to_library_code(preset, library)
+    assert "no " + library + " equivalent" not in code.split('"""', 2)[2], code
+    transform = run_code(code)
+    img = np.random.default_rng(0).integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    if library == "torchvision":
+        import torch
+
+        out = transform(torch.from_numpy(img).permute(2, 0, 1).contiguous())
+        assert tuple(out.shape) == (3, 48, 48) and out.dtype == torch.float32
+    else:
+        out = transform(image=img)["image"]
+        assert tuple(out.shape) == (3, 48, 48)
+    back = import_pipeline(code)
+    assert [s.to_dict() for s in back.preset.steps] == [s.to_dict() for s in preset.steps]
+    assert back.preset.output.to_dict() == {**preset.output.to_dict(),
+                                            "resize_shorter": 64.0}
+
+
+def test_steps_without_an_equivalent_stay_as_comments():
+    preset = load(preset_dict([
+        {"op": "water", "params": {}},
+        {"op": "rotate", "probability": 0.5, "params": {"angle": 10.0}},
+    ]))
+    code = to_library_code(preset, "torchvision")
+    assert "# step 0 (water): no torchvision equivalent" in code
+    assert "v2.RandomApply([v2.RandomRotation((10, 10)" in code and "p=0.5)" in code
+    assert "1 step(s) have no torchvision equivalent" in code
+    with pytest.raises(ValueError, match="library 'keras' is not allowed"):
+        to_library_code(preset, "keras")
