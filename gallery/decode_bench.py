@@ -41,12 +41,12 @@ def bench_decode(device: str, quick: bool) -> dict[str, Any]:
     if device != "gpu":
         return {"skipped": "hw_decoder_load only matters for GPU (mixed) decoding"}
     from dali_gallery.pipelines.export import export_code
-    from dali_gallery.pipelines.preset import Preset
+    from dali_gallery.pipelines.preset import validate_preset
 
     batch, n = 64, (256 if quick else 1024)
     threads = min(8, os.cpu_count() or 2)
     preset = standard_preset()
-    preset = Preset.from_dict({**preset.to_dict(), "output": TAIL})
+    preset = validate_preset({**preset.to_dict(), "output": TAIL})
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "data").mkdir()

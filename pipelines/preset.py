@@ -4,7 +4,7 @@ Entry points, one per kind of input, so that bytes from a browser can never beco
 
 - :func:`parse_document`: a document's text or bytes (an upload): parsed, never opened as a path;
 - :func:`load_file`: a file by path, for the CLI and notebooks only (size-capped, regular files);
-- :func:`validate_preset`: a dict or a :class:`Preset` built in code (also ``Preset.validate``);
+- :func:`validate_preset`: a dict or a :class:`Preset` built in code;
 - :func:`load`: the notebook convenience that dispatches on the type of what it is given.
 
 All of them run the same validation (:mod:`.preset_validate`), which reports every problem at

@@ -2,7 +2,7 @@
 
 Kept apart from parsing and validation so code that only reads a preset (codegen, the engine,
 the widgets) needs none of the document machinery. A :class:`Preset` built in code is checked
-with :meth:`Preset.validate` (the same validation a JSON document goes through).
+with :func:`~.preset_validate.validate_preset` (the same validation a JSON document goes through).
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ IMAGENET_OUTPUT = Output(
 
 @dataclass
 class Preset:
-    """The user's pipeline. Objects made in code are unchecked until :meth:`validate`."""
+    """The user's pipeline. Objects made in code are unchecked until
+    :func:`~.preset_validate.validate_preset` (the engine and the export call it)."""
 
     steps: list[Step] = field(default_factory=list)
     seed: int = DEFAULT_SEED
@@ -142,18 +143,6 @@ class Preset:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
-
-    @classmethod
-    def from_dict(cls, data: Any, catalog: Catalog = CATALOG) -> Preset:
-        from .preset_validate import validate_preset
-
-        return validate_preset(data, catalog)
-
-    def validate(self, catalog: Catalog = CATALOG) -> Preset:
-        """The checked, normalised copy of this preset; PresetError lists every problem."""
-        from .preset_validate import validate_preset
-
-        return validate_preset(self, catalog)
 
     def copy(self) -> Preset:
         return copy.deepcopy(self)

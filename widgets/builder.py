@@ -19,7 +19,7 @@ from typing import Any
 import ipywidgets as w
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
-from dali_gallery.pipelines.device import describe, resolve
+from dali_gallery.pipelines.device import resolve
 from dali_gallery.pipelines.export import export_code, preset_from_module
 from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.pipelines.preset import (
@@ -33,8 +33,9 @@ from dali_gallery.pipelines.preset import (
 
 from . import style
 from .autosave import Autosave
-from .export_panel import ExportPanel, slug
-from .images_panel import SAMPLES_DIR, ImageSource, ImagesPanel, source_from
+from .builder_layout import build_layout
+from .export_panel import slug
+from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
 from .live import LivePreview, check_size
 from .model import ChainModel, Change
@@ -97,43 +98,7 @@ class Builder:
     # ---- widgets ------------------------------------------------------------------------------
 
     def _build_widgets(self, samples: str | Path | None) -> None:
-        self.images_panel = ImagesPanel(self._load_source, allowed_root=self.allowed_root,
-                                        samples=Path(samples) if samples else None)
-        self.export = ExportPanel(on_name=self._set_name, on_preset_file=self._preset_file)
-        self.export_panel = self.export.widget
-        self.undo_button = style.classed(w.Button(
-            description="\u21b6 undo", tooltip="undo the last edit", disabled=True,
-            layout=w.Layout(width="80px")), style.UNDO)
-        self.redo_button = style.classed(w.Button(
-            description="redo \u21b7", tooltip="redo", disabled=True,
-            layout=w.Layout(width="80px")), style.REDO)
-        self.undo_button.on_click(lambda _: self.undo())
-        self.redo_button.on_click(lambda _: self.redo())
-        self.restore_button = style.classed(w.Button(
-            description="restore autosaved pipeline",
-            layout=w.Layout(width="auto", display="none")), style.RESTORE)
-        self.restore_button.on_click(lambda _: self.restore_autosave())
-        self.notice = style.classed(w.HTML(), style.ERROR)
-        self.chain = style.classed(w.VBox(), style.CHAIN)
-        title = w.HTML(f"<b>DALI pipeline builder</b> <span style='opacity:.7'>&middot; "
-                       f"preview on {escape(describe(self.device))}</span>")
-        toolbar = style.classed(w.HBox([title, self.undo_button, self.redo_button,
-                                        self.shards.widget, self.restore_button,
-                                        self.notice, self.status],
-                                       layout=w.Layout(align_items="center")), style.TOOLBAR)
-        left_tabs = w.Tab(children=[self.picker.widget, self.images_panel.widget])
-        left_tabs.titles = ("Add a step", "Images")
-        left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), self.chain],
-                      layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
-        from .import_panel import ImportPanel  # the Import tab (torchvision / Albumentations)
-
-        self.importer = ImportPanel(on_preset=self.load_preset, images=lambda: self.engine.images,
-                                    current=lambda: self.model.preset, device=self.device)
-        bottom = w.Tab(children=[self.export_panel, self.importer.widget])
-        bottom.titles = ("Export", "Import")
-        self.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
-                                            w.HBox([left, self.live.widget]), bottom]),
-                                    style.BUILDER)
+        build_layout(self, samples)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

@@ -111,7 +111,7 @@ def bad_code_preset() -> Preset:
 def test_a_preset_built_in_code_is_validated_like_a_document():
     preset = bad_code_preset()
     with pytest.raises(PresetError) as from_code:
-        preset.validate()
+        validate_preset(preset)
     with pytest.raises(PresetError) as from_json:
         load(preset.to_dict())
     assert from_code.value.problems == from_json.value.problems
@@ -127,7 +127,7 @@ def test_a_preset_built_in_code_is_validated_like_a_document():
 
 def test_validate_returns_the_normalised_copy():
     preset = Preset([new_step("rotate", angle=Uniform(-10, 10))], seed=3)
-    checked = preset.validate()
+    checked = validate_preset(preset)
     assert checked is not preset and checked.to_dict() == load(preset.to_dict()).to_dict()
     assert validate_preset(preset.to_dict()).to_dict() == checked.to_dict()
 
@@ -135,7 +135,7 @@ def test_validate_returns_the_normalised_copy():
 def test_members_of_the_wrong_type_are_reported_not_crashed_on():
     preset = Preset(steps=[{"op": "rotate"}, 42], output="tail")  # type: ignore[list-item]
     with pytest.raises(PresetError) as err:
-        preset.validate()
+        validate_preset(preset)
     text = str(err.value)
     assert "step 1: expected an object with 'op' and 'params', got 42" in text
     assert "output: expected an object or null, got 'tail'" in text

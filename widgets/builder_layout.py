@@ -1,0 +1,62 @@
+"""The builder's layout: toolbar, picker and images tabs, the chain, the live preview and the
+export / import tabs. Kept apart from :mod:`.builder`, which holds the behaviour, so that adding a
+panel is a change here only."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import ipywidgets as w
+
+from dali_gallery.pipelines.device import describe
+
+from . import style
+from .export_panel import ExportPanel
+from .images_panel import ImagesPanel
+from .import_panel import ImportPanel
+
+if TYPE_CHECKING:
+    from .builder import Builder
+
+
+def build_layout(b: Builder, samples: str | Path | None) -> None:
+    """Create the builder's panels and its top-level ``widget`` (attributes set on ``b``)."""
+    b.images_panel = ImagesPanel(b._load_source, allowed_root=b.allowed_root,
+                                 samples=Path(samples) if samples else None)
+    b.export = ExportPanel(on_name=b._set_name, on_preset_file=b._preset_file)
+    b.export_panel = b.export.widget
+    b.undo_button = style.classed(w.Button(
+        description="\u21b6 undo", tooltip="undo the last edit", disabled=True,
+        layout=w.Layout(width="80px")), style.UNDO)
+    b.redo_button = style.classed(w.Button(
+        description="redo \u21b7", tooltip="redo", disabled=True,
+        layout=w.Layout(width="80px")), style.REDO)
+    b.undo_button.on_click(lambda _: b.undo())
+    b.redo_button.on_click(lambda _: b.redo())
+    b.restore_button = style.classed(w.Button(
+        description="restore autosaved pipeline",
+        layout=w.Layout(width="auto", display="none")), style.RESTORE)
+    b.restore_button.on_click(lambda _: b.restore_autosave())
+    b.notice = style.classed(w.HTML(), style.ERROR)
+    b.chain = style.classed(w.VBox(), style.CHAIN)
+    title = w.HTML(f"<b>DALI pipeline builder</b> <span style='opacity:.7'>&middot; "
+                   f"preview on {escape(describe(b.device))}</span>")
+    toolbar = style.classed(w.HBox([title, b.undo_button, b.redo_button,
+                                    b.shards.widget, b.restore_button,
+                                    b.notice, b.status],
+                                   layout=w.Layout(align_items="center")), style.TOOLBAR)
+    left_tabs = w.Tab(children=[b.picker.widget, b.images_panel.widget])
+    left_tabs.titles = ("Add a step", "Images")
+    left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), b.chain],
+                  layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
+
+    b.importer = ImportPanel(on_preset=b.load_preset, images=lambda: b.engine.images,
+                             current=lambda: b.model.preset, device=b.device)
+    bottom = w.Tab(children=[b.export_panel, b.importer.widget])
+    bottom.titles = ("Export", "Import")
+    b.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
+                                     w.HBox([left, b.live.widget]), bottom]),
+                             style.BUILDER)
+
