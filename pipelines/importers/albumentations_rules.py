@@ -1,5 +1,5 @@
-"""Albumentations normalisation, conversions and containers, and every Albumentations rule in
-one list (:data:`RULES`)."""
+"""Albumentations normalisation, conversions, containers and the transforms not imported, and
+every Albumentations rule in one list (:data:`RULES`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from . import albumentations_geometry, albumentations_pixels
+from . import albumentations_filters, albumentations_geometry, albumentations_pixels
+from .albumentations_geometry import _GEOMETRY_DEFAULTS
 from .reference import alb
 from .rules import (
     REQUIRED,
@@ -62,7 +63,8 @@ def _container(name: str, params: tuple[str, ...], defaults: dict[str, Any], wha
     return container(LIB, name, params, defaults, what)
 
 
-RULES = albumentations_geometry.RULES + albumentations_pixels.RULES + [
+RULES = (albumentations_geometry.RULES + albumentations_pixels.RULES
+         + albumentations_filters.RULES) + [
     Rule(LIB, "Normalize", ("mean", "std", "max_pixel_value", "normalization", "p"),
          {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "max_pixel_value": 255.0,
           "normalization": "standard", "p": 1.0},
@@ -102,4 +104,60 @@ RULES = albumentations_geometry.RULES + albumentations_pixels.RULES + [
     unsupported(LIB, "SelectiveChannelTransform", ("transforms", "channels", "p"),
                 {"transforms": REQUIRED, "channels": (0, 1, 2), "p": 1.0},
                 "the catalog's steps apply to all channels", "the transforms on all channels"),
+    unsupported(LIB, "LongestMaxSize", ("max_size", "max_size_hw", "interpolation",
+                                        "mask_interpolation", "area_for_downscale", "p"),
+                {"max_size": None, "max_size_hw": None, "interpolation": 1,
+                 "mask_interpolation": 0, "area_for_downscale": None, "p": 1},
+                "the catalog's resize sets the shorter side only", "SmallestMaxSize / resize"),
+    unsupported(LIB, "SafeRotate", ("limit", "interpolation", "border_mode", "rotate_method",
+                                    "mask_interpolation", "fill", "fill_mask", "p"),
+                {"limit": (-90, 90), "rotate_method": "largest_box", "p": 0.5,
+                 **_GEOMETRY_DEFAULTS},
+                "rotating while scaling to keep every pixel has no catalog step",
+                "Rotate (rotate)"),
+    unsupported(LIB, "RandomSizedCrop", ("min_max_height", "size", "w2h_ratio",
+                                         "interpolation", "mask_interpolation",
+                                         "area_for_downscale", "p"),
+                {"min_max_height": REQUIRED, "size": REQUIRED, "w2h_ratio": 1.0,
+                 "interpolation": 1, "mask_interpolation": 0, "area_for_downscale": None,
+                 "p": 1.0},
+                "crop heights in pixels have no catalog step", "RandomResizedCrop"),
+    unsupported(LIB, "PadIfNeeded", ("min_height", "min_width", "pad_height_divisor",
+                                     "pad_width_divisor", "position", "border_mode", "fill",
+                                     "fill_mask", "p"),
+                {"min_height": 1024, "min_width": 1024, "pad_height_divisor": None,
+                 "pad_width_divisor": None, "position": "center", "border_mode": 0, "fill": 0,
+                 "fill_mask": 0, "p": 1.0},
+                "padding to a minimum size has no catalog step",
+                "CenterCrop with pad_if_needed (crop pads)"),
+    unsupported(LIB, "Transpose", ("p",), {"p": 0.5}, "no catalog step swaps the axes",
+                "RandomRotate90 + flip"),
+    unsupported(LIB, "D4", ("p",), {"p": 1}, "the 8 symmetries need a transpose",
+                "RandomRotate90 + flip"),
+    unsupported(LIB, "ElasticTransform", (
+        "alpha", "sigma", "interpolation", "approximate", "same_dxdy", "mask_interpolation",
+        "noise_distribution", "keypoint_remapping_method", "border_mode", "fill", "fill_mask",
+        "p"),
+        {"alpha": 1, "sigma": 50, "interpolation": 1, "approximate": False, "same_dxdy": False,
+         "mask_interpolation": 0, "noise_distribution": "gaussian",
+         "keypoint_remapping_method": "mask", "border_mode": 0, "fill": 0, "fill_mask": 0,
+         "p": 0.5},
+        "random elastic displacement fields have no catalog operator",
+        "water (sinusoidal displacement)"),
+    unsupported(LIB, "RandomGamma", ("gamma_limit", "p"), {"gamma_limit": (80, 120), "p": 0.5},
+                "no catalog step applies a gamma curve", "brightness"),
+    unsupported(LIB, "ChannelShuffle", ("p",), {"p": 0.5}, "no catalog step permutes channels",
+                "color_space_conversion (BGR)"),
+    unsupported(LIB, "RGBShift", ("r_shift_limit", "g_shift_limit", "b_shift_limit", "p"),
+                {"r_shift_limit": (-20, 20), "g_shift_limit": (-20, 20),
+                 "b_shift_limit": (-20, 20), "p": 0.5},
+                "no catalog step shifts channels independently", "color_twist"),
+    unsupported(LIB, "Downscale", ("scale_range", "interpolation_pair", "p"),
+                {"scale_range": (0.25, 0.25),
+                 "interpolation_pair": {"upscale": 0, "downscale": 0}, "p": 0.5},
+                "down- and up-scaling back in one step has no catalog operator",
+                "jpeg_compression_distortion"),
+    unsupported(LIB, "ChannelDropout", ("channel_drop_range", "fill", "p"),
+                {"channel_drop_range": (1, 1), "fill": 0, "p": 0.5},
+                "no catalog step drops a channel", "color_twist (saturation)"),
 ]

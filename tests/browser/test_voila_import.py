@@ -82,7 +82,9 @@ def test_paste_import_see_the_parity_report_and_export(app, ui):
     assert "torchvision (CPU)" in page.locator(".dg-timing").inner_text()
     report_s = time.monotonic() - t0
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".dg-import").screenshot(path=str(SCREENSHOTS / "import.png"))
+    page.evaluate("() => document.querySelector('.dg-import').scrollIntoView()")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SCREENSHOTS / "import.png"))
     # and the Export tab has the DALI training module of the imported pipeline
     page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text="Export").click()
     code = page.locator(".dg-export-code:visible").first

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from dali_gallery.pipelines import custom_budget
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.custom_budget import CustomTimeError
@@ -20,7 +21,7 @@ def _sleepy(image, pause):
     return image
 
 
-def test_a_slow_custom_render_shows_that_it_is_rendering():
+def test_a_slow_custom_render_shows_that_it_is_rendering(monkeypatch):
     """The probe: a sleeping function froze the preview with no sign of life."""
     catalog = Catalog(list(CATALOG.values()))
     custom_op("custom.test_sleepy", "Sleeps.", params=PAUSE, catalog=catalog)(_sleepy)
@@ -34,13 +35,14 @@ def test_a_slow_custom_render_shows_that_it_is_rendering():
         settle(b)
         assert b.last_error is None and b.last_result is not None
         assert "3&times;2 in" in b.live.status.value
-        b.set_draws(32)  # 96 calls: about 9.6 s, allowed, and said so
-        assert "runs Python for about 9." in b.live.status.value
-        b.set_count(3)
-        b.load_preset({"format": "dali-gallery/preset", "version": 1, "seed": 1, "steps": [
-            {"op": "custom.test_sleepy", "params": {"pause": 0.1}}] * 2, "output": None})
-        settle(b)  # two such steps: about 19 s, refused before DALI runs
-        assert isinstance(b.last_error, CustomTimeError) and b.last_error.op == "custom.test_sleepy"
+        monkeypatch.setattr(custom_budget, "CUSTOM_SECONDS", 1.0)
+        builds = b.renderer.engine.builds
+        b.add_step("custom.test_sleepy")  # two such steps: about 1.2 s, over the budget
+        settle(b)
+        error = b.last_error
+        assert isinstance(error, CustomTimeError) and error.op == "custom.test_sleepy"
+        assert b.renderer.engine.builds == builds  # refused before DALI built anything
+        assert len(b.preset.steps) == 2  # the chain is kept
         assert "render failed" in b.live.status.value
     finally:
         b.close()
