@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     ben.set_defaults(func=cmd_bench)
 
     srv = sub.add_parser("serve", help="serve the gallery app with Voila")
-    from dali_gallery.gallery.serve import main_args
+    from dali_gallery.gallery.serve_cli import main_args
 
     main_args(srv)
     srv.set_defaults(func=cmd_serve)
@@ -274,7 +274,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from dali_gallery.gallery.serve import run_from_args
+    from dali_gallery.gallery.serve_cli import run_from_args
 
     return run_from_args(args)
 

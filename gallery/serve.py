@@ -30,7 +30,6 @@ What the settings do (see ``voila_command`` for the flags):
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import ipaddress
 import os
@@ -55,8 +54,6 @@ __all__ = [
     "GALLERY_NOTEBOOK",
     "IMAGES_ENV",
     "MAX_WS_MESSAGE_BYTES",
-    "main_args",
-    "run_from_args",
     "serve",
     "server_url",
     "voila_command",
@@ -353,61 +350,3 @@ def serve(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def main_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``dali-gallery serve`` options to ``parser`` (a sub-command parser)."""
-    parser.add_argument(
-        "--images",
-        metavar="DIR",
-        default=None,
-        help=f"folder of images to start with (default: the bundled samples, {DEFAULT_IMAGES_DIR})",
-    )
-    parser.add_argument(
-        "--allowed-root",
-        metavar="DIR",
-        default=None,
-        help="folder the app's folder picker may browse (default: the images folder)",
-    )
-    parser.add_argument("--port", type=int, default=8866, help="port (default: 8866)")
-    parser.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on (default: 127.0.0.1; 0.0.0.0 exposes it to the network)",
-    )
-    parser.add_argument(
-        "--token",
-        default=os.environ.get(TOKEN_ENV) or None,
-        help=f"require this token (?token=...) to open the page; default: ${TOKEN_ENV} if set. "
-        "Prefer the environment variable: arguments are visible to other users in `ps`.",
-    )
-    parser.add_argument(
-        "--cull-idle",
-        type=int,
-        default=600,
-        metavar="SECONDS",
-        help="shut down kernels no page is connected to after this many idle seconds "
-        "(default: 600; 0 disables)",
-    )
-    parser.add_argument(
-        "--open", dest="open_browser", action="store_true", help="open a web browser"
-    )
-    return parser
-
-
-def run_from_args(args: argparse.Namespace) -> int:
-    """Run ``serve`` with the options parsed by a parser set up by ``main_args``."""
-    return serve(
-        images_dir=args.images,
-        port=args.port,
-        host=args.host,
-        token=args.token,
-        open_browser=args.open_browser,
-        allowed_root=args.allowed_root,
-        cull_idle_s=args.cull_idle,
-    )
-
-
-if __name__ == "__main__":  # python -m dali_gallery.gallery.serve [options]
-    _parser = main_args(argparse.ArgumentParser(prog="dali-gallery serve"))
-    sys.exit(run_from_args(_parser.parse_args()))

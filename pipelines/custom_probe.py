@@ -13,6 +13,7 @@ defaults, refuses a wrong result naming the operator, and keeps what a call cost
 from __future__ import annotations
 
 import functools
+import inspect
 import linecache
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -52,6 +53,11 @@ def _checked(function, op):
         )
 
     return run
+
+
+def wrapper_source() -> str:
+    """The source of :func:`_checked`, which every generated module with a custom step holds."""
+    return inspect.getsource(_checked).rstrip()
 
 
 def load_copy(op: str, code: CustomCode) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ from . import graph_helpers
 from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
 from .custom_code import CustomCode, check_together, import_lines, module_text
-from .custom_probe import _checked
+from .custom_probe import wrapper_source
 from .preset import Output, Preset
 
 TAIL_SLOT = 1_000_000
@@ -50,7 +50,7 @@ def custom_codes(preset: Preset, catalog: Catalog) -> list[CustomCode]:
 def custom_sources(preset: Preset, catalog: Catalog) -> str:
     """Source of the user-defined functions the chain runs (each once, with the constants they
     read), after the wrapper that checks what they return."""
-    return module_text(custom_codes(preset, catalog), inspect.getsource(_checked).rstrip())
+    return module_text(custom_codes(preset, catalog), wrapper_source())
 
 
 def custom_imports(preset: Preset, catalog: Catalog) -> list[str]:

@@ -130,7 +130,7 @@ def parity_report(result: ImportResult, images: Sequence[np.ndarray], *,
     for e in engines.values():
         e.set_arrays(images)
     try:
-        comparisons = [_compare(t, images, engines["cpu"], install, samples)
+        comparisons = [_compare(t, images, _engine_for(t, result, engines), install, samples)
                        for t in result.transforms if t.status in ("imported", "tail")]
         timings: list[Timing] = []
         pipeline = Timing("whole pipeline")
@@ -143,6 +143,16 @@ def parity_report(result: ImportResult, images: Sequence[np.ndarray], *,
                 e.close()
     return ParityReport(result, comparisons, timings, pipeline, len(images),
                         [(a.shape[0], a.shape[1]) for a in images], install, notes)
+
+
+def _engine_for(item: Imported, result: ImportResult,
+                engines: dict[str, PreviewEngine]) -> PreviewEngine:
+    """The CPU engine, or the GPU one for a step DALI implements only there (median blur)."""
+    devices = set.intersection(*[set(_devices(result.preset.steps[i])) for i in item.steps]) \
+        if item.steps else {"cpu", "gpu"}
+    if "cpu" not in devices and "gpu" in engines:
+        return engines["gpu"]
+    return engines.get("cpu") or next(iter(engines.values()))
 
 
 def _engines(devices: Sequence[str] | None) -> dict[str, PreviewEngine]:

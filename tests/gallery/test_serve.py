@@ -896,14 +896,14 @@ def test_token_is_required_and_hidden_from_ps(decoy, tmp_path):
 
 @pytest.mark.slow
 def test_serve_entry_point_runs_and_stops(tmp_path):
-    """`python -m dali_gallery.gallery.serve` (main_args + run_from_args + serve) serves the page,
-    prints the URL, and stops cleanly on SIGTERM with its kernels."""
+    """`python -m dali_gallery.gallery.serve_cli` (main_args + run_from_args + serve) serves the
+    page, prints the URL, and stops cleanly on SIGTERM with its kernels."""
     port = helpers.find_free_port()
     env = helpers.jupyter_env(tmp_path / "jupyter")
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dali_gallery.gallery.serve", "--port", str(port),
+            [sys.executable, "-m", "dali_gallery.gallery.serve_cli", "--port", str(port),
              "--cull-idle", "30"],
             cwd=tmp_path,
             env=env,
