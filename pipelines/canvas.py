@@ -170,7 +170,7 @@ class Shorter(Canvas):
 
 @dataclass(frozen=True)
 class Fixed(Canvas):
-    """A window of a set height and width (``crop``, ``random_resized_crop``)."""
+    """A window of a set height and width (a crop or a random resized crop)."""
 
     height: str
     width: str

@@ -176,9 +176,12 @@ RULES = [
                                                border="reflect_101")])),
     Rule(LIB, "MedianBlur", ("blur_limit", "p"), {"blur_limit": (3, 7), "p": 0.5},
          "experimental.median_blur (window size a choice of the odd sizes; GPU only)",
-         Verdict("different", reason="not compared on the CPU: DALI's median filter runs only "
-                 "on the GPU"),
-         convert=_median_convert),
+         Verdict("identical", reason="compared on the GPU: DALI's median filter runs only "
+                 "there"),
+         convert=_median_convert,
+         fixed=lambda a, shape: Fixed([step("experimental.median_blur", window_size=int(
+             _kernel_span(a["blur_limit"])[1]) | 1)], alb("MedianBlur", blur_limit=(
+                 int(_kernel_span(a["blur_limit"])[1]) | 1,) * 2), "largest window")),
     Rule(LIB, "GaussianBlur", ("blur_limit", "sigma_limit", "p"),
          {"blur_limit": 0, "sigma_limit": (0.5, 3.0), "p": 0.5},
          "gaussian_blur (sigma uniform in sigma_limit)",
