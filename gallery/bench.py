@@ -29,8 +29,8 @@ from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 
 __all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
-SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision", "widget",
-            "gallery")
+SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision",
+            "albumentations", "widget", "gallery")
 
 
 def _to_host(out: Any, device: str) -> list[np.ndarray]:
@@ -249,7 +249,7 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
 
     from .decode_bench import bench_decode
     from .gallery_bench import bench_gallery
-    from .library_bench import bench_albumentations  # only with --only albumentations
+    from .library_bench import bench_albumentations
 
     return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery,
             "albumentations": bench_albumentations}

@@ -90,6 +90,7 @@ def _dali_rate(root: Path, tmp: str, n: int, batch: int, device: str, threads: i
 
 
 def bench_albumentations(device: str, quick: bool) -> dict[str, Any]:
+    os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # no network call from a bench
     try:
         import albumentations  # noqa: F401
         import cv2  # noqa: F401

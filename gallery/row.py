@@ -1,9 +1,11 @@
 """One operator's card in the gallery: header, one image per column, and the add buttons.
 
 The pixels are DALI's (from :func:`gallery.sweep.render_row`); this module only stacks a
-column's tiles into one picture, scales it to the size it is shown at and encodes it as JPEG.
-A page holds ~50 cards, so each card uses few widget models: a header, one ``Image`` per
-column and one ``ToggleButtons`` whose buttons are the "add" actions.
+column's tiles into one picture (each letterboxed in a shared cell, so nothing is stretched),
+scales it to the size it is shown at and encodes it as JPEG. The size the user picks sets the
+size tiles are shown at (:func:`tile_px`). A page holds ~50 cards, so each card uses few widget
+models: a header, one ``Image`` per column, one ``ToggleButtons`` whose buttons are the "add"
+actions and one whose transparent buttons lie over the tiles and open the zoom view.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as W
@@ -25,14 +28,44 @@ from dali_gallery.widgets.style import close_tree
 
 from .sweep import RowResult
 
-TILE_PX = 104
+MIN_TILE_PX = 80
 DISPLAY_SCALE = 2
 """Image pixels per CSS pixel of a tile: sharp on high-density screens, and a page of 50 cards
 stays a few MB (at 512 px the strips would be 25 times larger than what is shown)."""
 GAP_PX = 4
+COLUMN_GAP_PX = 4
+"""CSS pixels between two columns (the images' 2 px side margins in the view's CSS)."""
 JPEG_QUALITY = 85
 
+CSS = """<style>
+.dg-gallery-rows { gap: 10px; }
+.dg-gallery-row { border: 1px solid #d0d0d0; border-radius: 6px; padding: 6px;
+  margin: 0 !important; }
+.dg-gallery-row img { height: auto; margin: 0 2px; }
+.dg-gallery-label { font-size: 11px; text-align: center; margin: 0 2px; }
+.dg-gallery-add button { font-size: 11px; padding: 0 2px; margin: 0 2px !important; }
+.dg-gallery-gpu-only, .dg-gallery-error { max-width: 560px; font-size: 12px; }
+.dg-gallery-error { color: #b00020; }
+.dg-gallery-strips { position: relative; margin: 0; }
+.dg-gallery-zoom { position: absolute; top: 0; left: 0; }
+.dg-gallery-zoom > div { display: contents; }
+.dg-gallery-zoom button { height: auto !important; margin: 0 !important; padding: 0;
+  background: transparent !important; border: 0; box-shadow: none !important;
+  color: transparent !important; font-size: 0; cursor: zoom-in; }
+.dg-gallery-zoom button:hover { outline: 2px solid #1976d2; outline-offset: -2px; }
+.dg-gallery-row .dg-zoom img { margin: 0; }
+</style>"""
+"""The gallery's stylesheet (cards, and the tile buttons laid over the strips)."""
+
 AddCallback = Callable[[str, dict[str, Any], str], None]
+ZoomCallback = Callable[[str, int, int], None]
+"""``(op, image, column)``: column 0 is the original, k the row's column k - 1."""
+
+
+def tile_px(size: int) -> int:
+    """CSS width of a tile when images are decoded to ``size``: every size is shown at its own
+    width (128 px -> 80, 256 -> 128, 512 -> 256), sent at :data:`DISPLAY_SCALE`."""
+    return max(MIN_TILE_PX, size // DISPLAY_SCALE)
 
 
 def slug(op: str) -> str:
@@ -40,9 +73,10 @@ def slug(op: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", op)
 
 
-def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> bytes:
+def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int], width: int) -> bytes:
     """The tiles of one column stacked vertically, each centred in a ``cell`` (h, w) box, as
-    JPEG. A shared cell keeps the images of a card aligned across columns."""
+    JPEG no wider than ``width`` CSS px at :data:`DISPLAY_SCALE`. A shared cell keeps the
+    images of a card aligned across columns and keeps each one's aspect ratio."""
     h, w = cell
     n = len(tiles)
     sheet = np.full((n * h + (n - 1) * GAP_PX, w, 3), 40, dtype=np.uint8)
@@ -54,19 +88,32 @@ def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> bytes:
         sheet[y:y + th, x:x + tw] = a[:th, :tw]
     # never sent wider than it can be shown (the height follows)
     return encode_image(sheet, "jpeg", quality=JPEG_QUALITY,
-                        fit=(TILE_PX * DISPLAY_SCALE, sheet.shape[0]))
+                        fit=(width * DISPLAY_SCALE, sheet.shape[0]))
 
 
-def row_strips(result: RowResult, originals: list[np.ndarray]) -> list[bytes]:
+@dataclass(frozen=True)
+class Strips:
+    """A card's column pictures: ``jpegs[0]`` the originals, then one per rendered column;
+    ``cell`` is the (h, w) box in image pixels each image is centred in, ``count`` the images
+    per column and ``px`` the CSS width each column is shown at."""
+
+    jpegs: list[bytes]
+    cell: tuple[int, int]
+    count: int
+    px: int
+
+
+def row_strips(result: RowResult, originals: list[np.ndarray], px: int) -> Strips:
     """The JPEG of the originals column, then one per rendered column (none if not rendered).
     The columns are encoded in parallel (Pillow releases the GIL while it scales and encodes):
     on a warm GPU gallery, encoding one column after another took longer than DALI."""
     if not result.ok:
-        return []
+        return Strips([], (0, 0), 0, px)
     columns = [originals, *result.tiles]
     cell = (max(t.shape[0] for col in columns for t in col),
             max(t.shape[1] for col in columns for t in col))
-    return list(_encoder_pool().map(lambda col: strip_jpeg(col, cell), columns))
+    jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), columns))
+    return Strips(jpegs, cell, len(originals), px)
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -83,16 +130,25 @@ def _encoder_pool() -> ThreadPoolExecutor:
 
 
 class Row:
-    """The widgets of one card; ``on_add(op, params, label)`` runs when a button is clicked."""
+    """The widgets of one card; ``on_add(op, params, label)`` runs when an add button is
+    clicked, ``on_zoom(op, image, column)`` when a tile is. ``originals`` and ``names`` are the
+    images the card was rendered on (the zoom view shows them)."""
 
-    def __init__(self, spec: OpSpec, result: RowResult, strips: list[bytes],
-                 on_add: AddCallback) -> None:
+    def __init__(self, spec: OpSpec, result: RowResult, strips: Strips, on_add: AddCallback,
+                 *, originals: Sequence[np.ndarray] = (), names: Sequence[str] = (),
+                 on_zoom: ZoomCallback | None = None) -> None:
         self.op = spec.name
         self.result = result
+        self.strips = strips
+        self.originals = list(originals)
+        self.names = list(names)
         self._on_add = on_add
+        self._on_zoom = on_zoom
+        self._zoom_widget: W.Widget | None = None
+        px = strips.px
         plan = result.plan
-        sweep = (f" &middot; columns: <code>{html.escape(plan.param)}</code>"
-                 if plan.param else "")
+        walks = ", ".join(f"<code>{html.escape(p)}</code>" for p in plan.walks)
+        sweep = f" &middot; columns: {walks}" if walks else ""
         head = W.HTML(
             f"<b>{html.escape(spec.name)}</b> <small>{html.escape(spec.category)}"
             f"{' &middot; GPU only' if not spec.cpu else ''}{sweep}</small><br>"
@@ -101,35 +157,84 @@ class Row:
         self.add = W.ToggleButtons(
             options=[(c.button, k) for k, c in enumerate(plan.columns)], index=None,
             tooltips=[f"add {self.op} with {c.label} to the builder" for c in plan.columns],
-            style={"button_width": f"{TILE_PX}px"})
+            style={"button_width": f"{px}px"})
         self.add.add_class("dg-gallery-add")
         self.add.observe(self._clicked, names="index")
-        self.images = [self._image(data, "dg-gallery-tile" if k else "dg-gallery-original")
-                       for k, data in enumerate(strips)]
+        self.images = [self._image(data, "dg-gallery-tile" if k else "dg-gallery-original", px)
+                       for k, data in enumerate(strips.jpegs)]
+        self.zoom_buttons: W.ToggleButtons | None = None
         body: list[W.Widget] = []
         if self.images:
-            original = W.HTML("original", layout=W.Layout(width=f"{TILE_PX}px"))
+            original = W.HTML("original", layout=W.Layout(width=f"{px}px"))
             original.add_class("dg-gallery-label")
-            body += [W.HBox(self.images), W.HBox([original, self.add])]
+            self.zoom_buttons = self._zoom_overlay()
+            strips_box = W.Box([W.HBox(self.images), self.zoom_buttons])
+            strips_box.add_class("dg-gallery-strips")
+            body += [strips_box, W.HBox([original, self.add])]
         else:
             note = W.HTML(html.escape(result.unavailable or result.error or ""))
             note.add_class("dg-gallery-gpu-only" if result.unavailable else "dg-gallery-error")
             if result.error:
                 note.add_class("dg-error")
             body += [note, self.add]
-        self.widget = W.VBox([head, *body])
+        self._body = [head, *body]
+        self.widget = W.VBox(list(self._body))
         self.widget.add_class("dg-gallery-row")
         self.widget.add_class(f"dg-gallery-row-{slug(self.op)}")
 
     @staticmethod
-    def _image(jpeg: bytes, css: str) -> W.Image:
-        img = W.Image(value=jpeg, format="jpeg", layout=W.Layout(width=f"{TILE_PX}px"))
+    def _image(jpeg: bytes, css: str, px: int) -> W.Image:
+        img = W.Image(value=jpeg, format="jpeg", layout=W.Layout(width=f"{px}px"))
         img.add_class(css)
         return img
+
+    def column_label(self, column: int) -> str:
+        """``original`` for column 0, else the label of the row's column ``column - 1``."""
+        return "original" if column == 0 else self.result.plan.columns[column - 1].label
+
+    def _zoom_overlay(self) -> W.ToggleButtons:
+        """One transparent button over each image of each column, laid out as a CSS grid that
+        matches the strips: columns ``px`` wide, rows one cell high (scaled like the strip)."""
+        n, cols, px = self.strips.count, len(self.images), self.strips.px
+        h, w = self.strips.cell
+        scale = px / max(1, w)
+        options, tooltips = [], []
+        for i in range(n):
+            name = self.names[i] if i < len(self.names) else f"image {i + 1}"
+            for k in range(cols):
+                options.append((f"zoom {i + 1}/{k}", i * cols + k))
+                tooltips.append(f"a large view of {name}: {self.column_label(k)}")
+        buttons = W.ToggleButtons(
+            options=options, index=None, tooltips=tooltips,
+            style={"button_width": f"{px}px"},
+            layout=W.Layout(display="grid", grid_template_columns=f"repeat({cols}, {px}px)",
+                            grid_template_rows=f"repeat({n}, {h * scale:.2f}px)",
+                            grid_gap=f"{GAP_PX * scale:.2f}px {COLUMN_GAP_PX}px",
+                            margin=f"0 0 0 {COLUMN_GAP_PX // 2}px"))
+        buttons.add_class("dg-gallery-zoom")
+        buttons.observe(self._zoom_clicked, names="index")
+        return buttons
 
     def click(self, column: int) -> None:
         """What clicking the column's add button does (tests and scripts)."""
         self.add.index = column
+
+    def click_tile(self, image: int, column: int) -> None:
+        """What clicking image ``image`` of column ``column`` (0: originals) does."""
+        if self.zoom_buttons is None:
+            raise ValueError(f"{self.op} has no tiles to zoom into")
+        self.zoom_buttons.index = image * len(self.images) + column
+
+    def show_zoom(self, widget: W.Widget) -> None:
+        """Show ``widget`` (the gallery's zoom view) at the bottom of this card."""
+        self._zoom_widget = widget
+        self.widget.children = [*self._body, widget]
+
+    def hide_zoom(self) -> None:
+        """Take the zoom view out of this card (it is not closed: the gallery reuses it)."""
+        if self._zoom_widget is not None:
+            self._zoom_widget = None
+            self.widget.children = list(self._body)
 
     def _clicked(self, change: dict[str, Any]) -> None:
         k = change["new"]
@@ -139,7 +244,16 @@ class Row:
         col = self.result.plan.columns[k]
         self._on_add(self.op, dict(col.params), col.label)
 
-    def close(self) -> None:
-        """Release the widgets (their comms and image bytes)."""
-        close_tree(self.widget)
+    def _zoom_clicked(self, change: dict[str, Any]) -> None:
+        k = change["new"]
+        if k is None or self.zoom_buttons is None:
+            return
+        self.zoom_buttons.index = None
+        if self._on_zoom is not None:
+            image, column = divmod(k, len(self.images))
+            self._on_zoom(self.op, image, column)
 
+    def close(self) -> None:
+        """Release the widgets (their comms and image bytes); the zoom view is not theirs."""
+        self.hide_zoom()
+        close_tree(self.widget)

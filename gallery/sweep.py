@@ -1,13 +1,17 @@
 """What the gallery shows for each operator, derived from its catalog declaration only.
 
 An operator with a magnitude parameter is swept from its neutral value (or the slider's low end)
-to the slider's far end; one without shows several random draws when it draws random numbers
-(policies, seeded ops) and its defaults otherwise. ``render_row`` renders a row through the
-preview engine: a run-time magnitude is fed per sample, so the whole row is one DALI run.
+to the slider's far end. One without a magnitude walks the values of its choice parameters
+(enums and booleans: filter kernels, flip axes, colour spaces, policies), so every choice is
+seen; when it has none it shows several random draws if it draws random numbers (seeded ops)
+and its defaults otherwise. ``render_row`` renders a row through the preview engine: a run-time
+magnitude is fed per sample, so the whole row is one DALI run; choices cost one run each.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,9 +23,14 @@ from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import Preset, PresetError, load, new_step
+from dali_gallery.pipelines.render_result import stack_renders
 
-Mode = Literal["sweep", "draws", "defaults"]
+Mode = Literal["sweep", "draws", "defaults", "choices"]
 STEPS = 4
+MAX_COMBINATIONS = 8
+"""Choice parameters are combined (every combination a column) up to this many columns; past
+it each parameter is walked on its own, the others at their defaults (filter: 5 kernels, then
+the 4 other borders)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class RowPlan:
     mode: Mode
     param: str | None
     columns: tuple[Column, ...]
+    walks: tuple[str, ...] = ()
+    """The parameters the columns vary (the swept one, or the choice parameters)."""
 
     @property
     def values(self) -> list[Any]:
@@ -129,13 +140,50 @@ def format_value(p: Param, value: Any) -> str:
     return f"{p.name}={short_value(p, value)}"
 
 
+def choice_values(p: Param) -> list[Any]:
+    """Every value a choice parameter (enum or bool) can take, in declaration order."""
+    return [False, True] if p.kind == "bool" else list(p.choices)
+
+
+def choice_params(spec: OpSpec) -> list[Param]:
+    """The parameters of ``spec`` whose value is one of a few choices."""
+    return [p for p in spec.params if p.kind == "bool" or (p.kind == "enum" and p.choices)]
+
+
+def _choice_column(params: list[Param], values: tuple[Any, ...]) -> Column:
+    """A column setting ``params`` to ``values``; its button names the choices (booleans by
+    the names of those that are on, ``none`` when all are off)."""
+    label = ", ".join(format_value(p, v) for p, v in zip(params, values, strict=True))
+    if all(p.kind == "bool" for p in params):
+        short = "+".join(p.name for p, v in zip(params, values, strict=True) if v) or "none"
+    else:
+        short = " ".join(short_value(p, v) for p, v in zip(params, values, strict=True))
+    return Column(label, {p.name: v for p, v in zip(params, values, strict=True)}, short)
+
+
+def choice_columns(params: list[Param]) -> tuple[Column, ...]:
+    """Every combination of the choices when there are at most :data:`MAX_COMBINATIONS`;
+    otherwise every choice of each parameter in turn (the others at their defaults)."""
+    values = [choice_values(p) for p in params]
+    if math.prod(len(v) for v in values) <= MAX_COMBINATIONS:
+        return tuple(_choice_column(params, combo) for combo in itertools.product(*values))
+    cols = [_choice_column([params[0]], (v,)) for v in values[0]]
+    for p, vs in zip(params[1:], values[1:], strict=True):
+        cols += [_choice_column([p], (v,)) for v in vs if v != p.default]
+    return tuple(cols)
+
+
 def plan_row(spec: OpSpec, steps: int = STEPS) -> RowPlan:
     """The row of one operator, from its declaration alone."""
     if spec.magnitude is not None:
         p = spec.param(spec.magnitude)
         cols = tuple(Column(format_value(p, v), {p.name: v}, short_value(p, v))
                      for v in sweep_values(p, spec.signed, steps))
-        return RowPlan(spec.name, "sweep", p.name, cols)
+        return RowPlan(spec.name, "sweep", p.name, cols, (p.name,))
+    choices = choice_params(spec)
+    if choices:
+        return RowPlan(spec.name, "choices", None, choice_columns(choices),
+                       tuple(p.name for p in choices))
     if spec.seeded or spec.policy:
         return RowPlan(spec.name, "draws", None,
                        tuple(Column(f"draw {k + 1}") for k in range(steps)))
@@ -160,17 +208,24 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
         return RowResult(plan, unavailable=f"{why}, so it is not rendered here. It can still "
                                             "be added to the pipeline and exported.")
     t0 = time.perf_counter()
+    what = f" at {plan.param}={plan.values}" if plan.param else ""
     try:
         _validate(plan, catalog)
         step = new_step(plan.op, catalog)
         if plan.mode == "sweep":
             assert plan.param is not None
             render = engine.render_sweep(step, plan.param, plan.values, seed=seed, images=images)
+        elif plan.mode == "choices":  # build-time values: one run per column
+            parts = []
+            for col in plan.columns:
+                what = f" with {col.label}"
+                parts.append(engine.render(Preset([new_step(plan.op, catalog, **col.params)],
+                                                  seed=seed), images=images))
+            render = stack_renders(parts)
         else:
             render = engine.render(Preset([step], seed=seed), draws=len(plan.columns),
                                    images=images)
     except (StepError, PresetError) as e:
-        what = f" at {plan.param}={plan.values}" if plan.param else ""
         return RowResult(plan, error=f"{plan.op}{what}: {e}",
                          ms=(time.perf_counter() - t0) * 1000)
     tiles = [[render.tile(i, k) for i in range(render.n_images)] for k in range(render.draws)]

@@ -1,7 +1,9 @@
 """The gallery tab: every catalog operator rendered live by DALI on the current images.
 
 One card per operator (:mod:`gallery.row`): the originals, then the operator at several
-magnitudes (:mod:`gallery.sweep`), each column labelled with its value and an "add" button.
+magnitudes or choices (:mod:`gallery.sweep`), each column labelled with its value and an "add"
+button; the size control sets how large tiles are shown, and clicking a tile opens a large
+view of it in its card with the original beside it.
 Rows render on the widgets' render scheduler (:mod:`widgets.scheduler`: one job at a time, the
 newest wins) and stream in with a progress bar. Every change of images, size or filter starts a
 new generation; the job of an older one stops at its next row, so an outdated render never
@@ -31,9 +33,10 @@ from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProb
 from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
+from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
-from .row import Row, row_strips, slug
+from .row import CSS, Row, Strips, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
 
 __all__ = ["GalleryView", "SIZES", "slug"]
@@ -44,16 +47,6 @@ _log = logging.getLogger(__name__)
 
 AddHandler = Callable[[str, dict[str, Any]], None]
 
-CSS = """<style>
-.dg-gallery-rows { gap: 10px; }
-.dg-gallery-row { border: 1px solid #d0d0d0; border-radius: 6px; padding: 6px;
-  margin: 0 !important; }
-.dg-gallery-row img { height: auto; margin: 0 2px; }
-.dg-gallery-label { font-size: 11px; text-align: center; margin: 0 2px; }
-.dg-gallery-add button { font-size: 11px; padding: 0 2px; margin: 0 2px !important; }
-.dg-gallery-gpu-only, .dg-gallery-error { max-width: 560px; font-size: 12px; }
-.dg-gallery-error { color: #b00020; }
-</style>"""
 
 
 @dataclass
@@ -93,6 +86,8 @@ class GalleryView:
         self.stats: dict[str, Any] = {}
         self._handlers: list[AddHandler] = []
         self._rows: dict[str, Row] = {}
+        self.zoom = ZoomView(on_close=self._zoom_closed)
+        self._zoom_op: str | None = None
         self._visible: list[str] = []
         self._images: list[EncodedImage] = []
         self._version = 0
@@ -122,7 +117,8 @@ class GalleryView:
                              continuous_update=True, layout=W.Layout(width="260px"))
         self.search.add_class("dg-gallery-search")
         self.size = W.Dropdown(options=[(f"{s} px", s) for s in SIZES], value=size,
-                               description="size", layout=W.Layout(width="170px"))
+                               description="size", layout=W.Layout(width="170px"),
+                               tooltip="the size images are decoded to and tiles shown at")
         self.size.add_class("dg-gallery-size")
         self.progress = W.IntProgress(value=0, min=0, max=1, description="rendering",
                                       layout=W.Layout(width="360px"))
@@ -232,6 +228,8 @@ class GalleryView:
             old: list[Row] = []
             if new_images:
                 self._version += 1
+                self._zoom_closed()
+                self.zoom.hide()  # it showed images that are no longer loaded
                 old, self._rows = list(self._rows.values()), {}
                 self.results = {}
             self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
@@ -272,7 +270,8 @@ class GalleryView:
             if not self._load(job):
                 return
             self.stats["decode_s"] = round(time.perf_counter() - t0, 3)
-        originals = self.engine.images
+        originals, names = self.engine.images, self.engine.names
+        px = tile_px(job.key[1])
         device = describe(self.engine.device)
         for k, op in enumerate(job.ops):
             if not self._current(job.gen):
@@ -280,7 +279,7 @@ class GalleryView:
             self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
             result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
                                 seed=self.seed, catalog=self.catalog)
-            strips = row_strips(result, originals)
+            strips = row_strips(result, originals, px)
             with self._lock:
                 if job.gen != self._gen:
                     return
@@ -288,8 +287,8 @@ class GalleryView:
                 self.stats["row_ms"][op] = round(result.ms, 1)
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
-            on_ui_thread(lambda op=op, r=result, s=strips: self._publish(job.key, op, r, s),
-                         self._ui_error)
+            on_ui_thread(lambda op=op, r=result, s=strips: self._publish(
+                job.key, op, r, s, (originals, names)), self._ui_error)
         with self._lock:
             if job.gen != self._gen:
                 return
@@ -305,14 +304,36 @@ class GalleryView:
         if self._current(outcome.request.gen):
             self._say(f"gallery render failed: {type(error).__name__}: {error}", error=True)
 
-    def _publish(self, key: tuple[int, int], op: str, result: RowResult,
-                 strips: list[bytes]) -> None:
+    def _publish(self, key: tuple[int, int], op: str, result: RowResult, strips: Strips,
+                 images: tuple[list[np.ndarray], list[str]]) -> None:
         """Main thread: build the card and show it if the images are still those it shows."""
         with self._lock:
             if self._closed or key != self._key() or op in self._rows:
                 return
-            self._rows[op] = Row(self.catalog[op], result, strips, self.add)
+            self._rows[op] = Row(self.catalog[op], result, strips, self.add,
+                                 originals=images[0], names=images[1], on_zoom=self.zoom_tile)
             self._show_rows()
+
+    def zoom_tile(self, op: str, image: int, column: int) -> None:
+        """Show image ``image`` of column ``column`` (0: the original) of ``op``'s card large,
+        in that card, with the original beside it (what clicking the tile does)."""
+        with self._lock:
+            row = self._rows[op]
+            original = row.originals[image]
+            tile = original if column == 0 else row.result.tiles[column - 1][image]
+            self._zoom_closed()
+            self.zoom.show(tile, original, px=max(ZOOM_PX, 2 * row.strips.px + 16),
+                           title=f"{op} \u00b7 {row.column_label(column)} \u00b7 "
+                                 f"{row.names[image]}", key=(op, str(image), str(column)))
+            row.show_zoom(self.zoom.widget)
+            self._zoom_op = op
+
+    def _zoom_closed(self) -> None:
+        """Take the zoom view out of the card it was in."""
+        row = self._rows.get(self._zoom_op) if self._zoom_op is not None else None
+        self._zoom_op = None
+        if row is not None:
+            row.hide_zoom()
 
     def _finish(self, job: _Job) -> None:
         with self._lock:

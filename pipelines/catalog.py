@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from .op_search import search
 from .ops import all_ops
 from .opspec import CATEGORIES, Constraint, OpSpec
 
@@ -51,8 +52,8 @@ class Catalog(Mapping[str, OpSpec]):
         return [op for op in self._ops.values() if op.category == category]
 
     def search(self, text: str) -> list[OpSpec]:
-        t = text.lower().strip()
-        return [op for op in self._ops.values() if t in op.name.lower() or t in op.doc.lower()]
+        """Operators matching ``text`` by name, description or alias, best first."""
+        return search(self._ops.values(), text)
 
     def suggest(self, op: object) -> str:
         """The hint after "unknown operator ...": the names ``op`` may have meant."""

@@ -25,12 +25,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .catalog import CATALOG, Catalog, unregister
-from .custom_code import check_together
+from .catalog import AUTO_AUG_MODULES, CATALOG, Catalog, unregister
+from .custom_code import RESERVED_MODULES, check_together
 from .custom_spec import custom_spec, source_of
 from .params import Param
 
-__all__ = ["custom_op", "source_of"]
+__all__ = ["MODULE_NAMES", "custom_op", "source_of"]
+
+MODULE_NAMES = {**RESERVED_MODULES, **{m: f"nvidia.dali.auto_aug.{m}" for m in AUTO_AUG_MODULES}}
+"""Every name the generated modules bind to a module: a function may read one only as that
+module."""
 
 
 def custom_op(name: str, doc: str, *, params: Iterable[Param] = (),
@@ -42,7 +46,7 @@ def custom_op(name: str, doc: str, *, params: Iterable[Param] = (),
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         spec = custom_spec(name, doc, function, params=params, devices=devices,
-                           magnitude=magnitude, signed=signed)
+                           magnitude=magnitude, signed=signed, reserved=MODULE_NAMES)
         assert spec.custom_code is not None
         for other in catalog.values():  # one generated module may hold any two of them
             if other.custom_code is not None and not (replace and other.name == name):

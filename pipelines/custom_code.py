@@ -15,7 +15,7 @@ import builtins
 import math
 import sys
 import types
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +24,11 @@ from .code_format import LINE_LIMIT, format_statement, split_string
 RESERVED_MODULES: dict[str, str] = {
     "argparse": "argparse", "json": "json", "os": "os", "tempfile": "tempfile", "np": "numpy",
     "fn": "nvidia.dali.fn", "types": "nvidia.dali.types",
-    "augmentations": "nvidia.dali.auto_aug.augmentations",
-    "auto_augment": "nvidia.dali.auto_aug.auto_augment",
-    "rand_augment": "nvidia.dali.auto_aug.rand_augment",
-    "trivial_augment": "nvidia.dali.auto_aug.trivial_augment",
 }
 """Names the generated modules import themselves, and the module each one is: a function may
-read such a name only as that very module (the module's own import line then serves both)."""
+read such a name only as that very module (the module's own import line then serves both).
+:func:`pipelines.custom.custom_op` adds the ``nvidia.dali.auto_aug`` modules the catalog's
+policies use (``catalog.AUTO_AUG_MODULES``)."""
 
 RESERVED_NAMES = frozenset({
     "pipeline_def", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS",
@@ -106,17 +104,19 @@ def constant_line(name: str, value: str) -> str:
     line = f"{name} = {value}"
     if len(line) <= LINE_LIMIT:
         return line
-    text = ast.literal_eval(value)
+    text = ast.literal_eval(value) if value[:1] in ("'", '"') else None
     if isinstance(text, str) and _plain(text):
         return "\n".join([f"{name} = ("] + split_string(text, "    ") + [")"])
     return "\n".join(format_statement(line, ""))
 
 
-def capture(op: str, function: Callable[..., Any], source: str) -> CustomCode:
+def capture(op: str, function: Callable[..., Any], source: str,
+            reserved: Mapping[str, str] = RESERVED_MODULES) -> CustomCode:
     """The imports and constants ``function`` (whose source is ``source``) reads from outside;
-    raises ValueError naming ``op``, the name and what to do for anything else."""
+    raises ValueError naming ``op``, the name and what to do for anything else. ``reserved``:
+    the names the generated modules bind to modules, and those modules."""
     fname = function.__name__
-    if fname in RESERVED_NAMES or fname in RESERVED_MODULES or _dunder(fname):
+    if fname in RESERVED_NAMES or fname in reserved or _dunder(fname):
         raise ValueError(f"{op}: a custom function cannot be named {fname!r}, which the "
                          "generated module uses itself: rename the function")
     tree = ast.parse(source).body[0]
@@ -135,7 +135,7 @@ def capture(op: str, function: Callable[..., Any], source: str) -> CustomCode:
                              f"operator is registered: define it above {fname}, or inside it")
         if value is function:
             continue  # a recursive call: the copy defines the name itself
-        text, value = _entry(op, fname, name, value)
+        text, value = _entry(op, fname, name, value, reserved)
         if isinstance(value, types.ModuleType):
             imports.append((text, name))
         else:
@@ -179,12 +179,17 @@ def check_together(codes: Sequence[tuple[str, CustomCode]]) -> None:
     for op, code in codes:
         for name, bound in code.bindings().items():
             other = seen.get(name)
-            if other is not None and other[1] != bound:
-                raise ValueError(
-                    f"{op}: {code.function_name} needs {name!r} to be "
-                    f"{_what(bound, name)}, but {other[0]} needs it to be "
-                    f"{_what(other[1], name)}, and one generated module holds both: rename one")
-            seen.setdefault(name, (op, bound))
+            if other is None or other[1] == bound:
+                seen.setdefault(name, (op, bound))
+                continue
+            if _what(bound) == _what(other[1]) == "a function":
+                raise ValueError(f"{op}: its function {name} is not the function {other[0]} "
+                                 "runs by that name, and one generated module may hold both: "
+                                 "rename one")
+            raise ValueError(f"{op}: {code.function_name} needs {name!r} to be "
+                             f"{_what(bound)}, but {other[0]} needs it to be "
+                             f"{_what(other[1])}, and one generated module may hold "
+                             "both: rename one")
 
 
 def module_text(codes: Sequence[CustomCode], wrapper: str) -> str:
@@ -204,14 +209,15 @@ def import_lines(codes: Sequence[CustomCode]) -> list[str]:
     """Each import line the functions need for a module's header, once. DALI's own modules
     are left out: the header always imports them (``from nvidia.dali import fn, types``)."""
     return list(dict.fromkeys(import_line(m, n) for c in codes for m, n in c.imports
-                              if not (n in RESERVED_MODULES and m.startswith("nvidia.dali."))))
+                              if not (m.startswith("nvidia.dali.") and m.endswith(f".{n}"))))
 
 
-def _entry(op: str, fname: str, name: str, value: Any) -> tuple[str, Any]:
+def _entry(op: str, fname: str, name: str, value: Any,
+           reserved: Mapping[str, str]) -> tuple[str, Any]:
     """(module name, the module) or (source of the constant, the value)."""
-    if _dunder(name) or (name in RESERVED_NAMES) or (
-            name in RESERVED_MODULES and getattr(value, "__name__", None)
-            != RESERVED_MODULES[name]):
+    if _dunder(name) or name in RESERVED_NAMES or (
+            name in reserved and (not isinstance(value, types.ModuleType)
+                                  or value.__name__ != reserved[name])):
         raise ValueError(f"{op}: {fname} reads {name!r}, a name the generated module uses "
                          f"itself: import what it stands for inside {fname}, under another name")
     if isinstance(value, types.ModuleType):
@@ -245,7 +251,8 @@ def _literal(value: Any, depth: int = 0) -> str | None:
         if _plain(value):
             q = "'" if value.count('"') > value.count("'") else '"'
             return q + value.replace("\\", "\\\\").replace(q, "\\" + q) + q
-        return repr(value)
+        text = repr(value)  # escapes what is not printable; ruff prefers double quotes
+        return f'"{text[1:-1]}"' if text[0] == "'" and '"' not in value else text
     if kind is tuple and depth < 8:
         items = [_literal(v, depth + 1) for v in value]
         if any(i is None for i in items):
@@ -266,9 +273,9 @@ def _closure(function: Callable[..., Any]) -> dict[str, Any]:
     return out
 
 
-def _what(bound: str, name: str) -> str:
+def _what(bound: str) -> str:
     first = bound.splitlines()[0]
-    return f"`{first}`" if not first.startswith("def ") else f"its function {name}"
+    return "a function" if first.startswith("def ") else f"`{first}`"
 
 
 def _dunder(name: str) -> bool:

@@ -15,10 +15,10 @@ import dataclasses
 import inspect
 import re
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .custom_code import capture
+from .custom_code import RESERVED_MODULES, capture
 from .custom_probe import load_copy, probe
 from .opspec import OpSpec
 from .params import Param
@@ -29,8 +29,10 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
                 params: Iterable[Param] = (), devices: Iterable[str] = ("cpu", "gpu"),
-                magnitude: str | None = None, signed: bool = False) -> OpSpec:
-    """The entry that runs ``function(image, *params)`` through DALI's ``python_function``."""
+                magnitude: str | None = None, signed: bool = False,
+                reserved: Mapping[str, str] = RESERVED_MODULES) -> OpSpec:
+    """The entry that runs ``function(image, *params)`` through DALI's ``python_function``
+    (``reserved``: names the generated modules bind to modules, see ``custom_code.capture``)."""
     params = tuple(params)
     devices = tuple(devices)
     if not isinstance(name, str) or NAME.fullmatch(name) is None:
@@ -41,7 +43,7 @@ def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
         if p.kind in ("float", "int") and not p.runtime:
             raise ValueError(f"{name}: parameter {p.name!r} must be declared runtime=True "
                              "(custom operators receive every value as a per-sample input)")
-    code = capture(name, function, source_of(function))
+    code = capture(name, function, source_of(function), reserved)
     cost = probe(name, load_copy(name, code), params, devices)
     code = dataclasses.replace(code, cost=cost)
     inputs = ", ".join(f"{{{p.name}}}" for p in params)

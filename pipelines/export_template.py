@@ -225,12 +225,15 @@ def batch_at(
 
 
 # Training with PyTorch: one process per GPU, e.g. torchrun --nproc_per_node N train.py
+# (without torchrun it is one process: on a GPU, or on the CPU where there is none)
 #
+#     import torch
 #     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 #
-#     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+#     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+#     gpu = int(os.environ.get("LOCAL_RANK", 0)) if torch.cuda.is_available() else None
 #     pipe = create_pipeline(
-#         "/data/train", batch_size=64, device_id=int(os.environ["LOCAL_RANK"]),
+#         "/data/train", batch_size=64, device_id=gpu,
 #         shard_id=rank, num_shards=world,  # same seed: each shard draws its own
 #     )
 #     loader = DALIGenericIterator(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .image_files import (
     SUPPORTED_EXTENSIONS,
+    image_listing,
     matches,
     os_error_reason,
     readable,
@@ -53,6 +54,16 @@ class EncodedImage:
 
     name: str
     data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class FolderSelection:
+    """Chosen images of one folder, by their names relative to it (as the folder's listing,
+    :func:`~.image_files.image_listing`, gives them), loaded in this order. A name that is not
+    in the listing is refused, never opened: the names may come from a browser."""
+
+    folder: Path
+    files: tuple[str, ...]
 
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | tuple[str, bytes]
@@ -170,13 +181,20 @@ class _Collector:
             return None
         return data
 
-    def add_folder(self, folder: Path, name: str, *, single: bool = False) -> None:
+    def add_folder(self, folder: Path, name: str, *, single: bool = False,
+                   only: Sequence[str] | None = None) -> None:
         try:
             scan = scan_folder(folder)
         except OSError as err:
             self.problem(name, os_error_reason(err))
             return
-        rels = scan.top_level + [r for r in scan.files if matches(r, SUPPORTED_EXTENSIONS)]
+        rels = image_listing(scan)
+        if only is not None:
+            listed = set(rels)
+            for rel in only:
+                if rel not in listed:
+                    self.problem(rel, "not an image listed in this folder; it was not opened")
+            rels = [r for r in only if r in listed]
         for entry, reason in scan.blocking:
             if matches(entry, SUPPORTED_EXTENSIONS):
                 shown = entry if single else f"{name.rstrip('/')}/{entry}"
@@ -209,17 +227,29 @@ def collect(
 ) -> tuple[list[EncodedImage], list[ImageProblem]]:
     """Gathers encoded images from paths or uploads; every failure is a problem, never a raise.
 
-    ``sources`` is a folder, a file, or a sequence of paths, ``bytes`` (named ``upload-N``) and
-    ``(name, bytes)`` uploads. A folder lists, first, the images directly in it (which
-    ``readers.file`` ignores but a preview should show), then exactly the images
-    ``readers.file(file_root=folder)`` reads, in its order (:func:`scan_folder`); other files are
-    skipped like the reader's filters skip them. With ``root``, relative paths are taken inside
-    it and every path must resolve, symlinks followed, inside it, else it is not opened.
+    ``sources`` is a folder, a file, a :class:`FolderSelection`, or a sequence of paths,
+    ``bytes`` (named ``upload-N``) and ``(name, bytes)`` uploads. A folder lists, first, the
+    images directly in it (which ``readers.file`` ignores but a preview should show), then
+    exactly the images ``readers.file(file_root=folder)`` reads, in its order
+    (:func:`scan_folder`); other files are skipped like the reader's filters skip them. A
+    selection loads only its files, each checked against that listing first. With ``root``,
+    relative paths are taken inside it and every path must resolve, symlinks followed, inside
+    it, else it is not opened.
     Images of a folder are named relative to it; the folder itself, in a problem, by its path
     relative to ``root`` or (without ``root``) by its own name, never by a server path.
     Names are never URL-decoded.
     """
     col = _Collector(root, max_bytes, max_files)
+    if isinstance(sources, FolderSelection):
+        path = col.resolve(sources.folder)
+        shown = col.display(path) if root is not None else (path.name or str(path))
+        if not col.allowed(path):
+            col.problem(shown, "outside the allowed folder")
+        elif not path.is_dir():
+            col.problem(shown, "not a folder")
+        else:
+            col.add_folder(path, shown, single=True, only=sources.files)
+        return col.images, _finish(col)
     if isinstance(sources, (str, os.PathLike)):
         path = col.resolve(sources)
         if col.allowed(path) and path.is_dir():

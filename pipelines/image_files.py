@@ -160,6 +160,31 @@ def _has_images(folder: Path) -> bool:
         return False
 
 
+def image_listing(scan: FolderScan) -> list[str]:
+    """The images a preview of the folder can show, in file order: the images directly in it
+    (which ``readers.file`` ignores), then the reader's files of a type the preview reads."""
+    return scan.top_level + [r for r in scan.files if matches(r, SUPPORTED_EXTENSIONS)]
+
+
+def class_of(rel: str) -> str:
+    """The class folder of a listed image ("" for an image directly in the folder)."""
+    return rel.split("/", 1)[0] if "/" in rel else ""
+
+
+def spread(listing: Sequence[str]) -> list[str]:
+    """``listing`` round-robin over its class folders (images directly in the folder count as
+    one group, first): the first of each class, then the second of each, and so on. The first
+    N of a folder of classes then show every class, not N images of the first one."""
+    groups: dict[str, list[str]] = {}
+    for rel in listing:
+        groups.setdefault(class_of(rel), []).append(rel)
+    out: list[str] = []
+    queues = list(groups.values())
+    for k in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[k] for q in queues if k < len(q))
+    return out
+
+
 def reader_order(folder: str | Path) -> list[Path]:
     """The files ``fn.readers.file(file_root=folder)`` reads, in the order it reads them.
 

@@ -77,6 +77,10 @@ class OpSpec:
     (:func:`pipelines.custom_spec.custom_spec` sets it with ``function``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     canvas: Canvas = SAME
+    aliases: tuple[str, ...] = ()
+    """Other names people search for: the torchvision / albumentations transforms the operator
+    stands in for and common words ("grayscale"); the picker's search reads them
+    (:mod:`pipelines.op_search`)."""
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

@@ -24,9 +24,15 @@ LAYER = {"pipelines": 0, "widgets": 1, "gallery": 2}
 MAX_LINES = 400
 DECLARATIONS = ("pipelines/ops/", "pipelines/catalog.py")
 
+_IMPORT_RULES = ("the import rules: each torchvision / Albumentations transform and the catalog "
+                 "steps it becomes (one declaration per library transform, pipelines/importers)")
 NAMES_ALLOWED = {
     "gallery/bench_reference.py": "the bench's hand-written plain-DALI reference (it must not be "
                                   "built from the catalog it measures)",
+    **{f"pipelines/importers/{m}.py": _IMPORT_RULES for m in (
+        "torchvision_geometry", "torchvision_warps", "torchvision_pixels", "torchvision_rules",
+        "albumentations_geometry", "albumentations_warps", "albumentations_pixels",
+        "albumentations_filters", "albumentations_rules", "bins")},
 }
 """Modules that may name operators anywhere, and why."""
 WORDS_ALLOWED = {
@@ -34,6 +40,7 @@ WORDS_ALLOWED = {
     ("pipelines/preset_types.py", "crop"): "the training tail's crop field",
     ("pipelines/params.py", "hue"): "the parameter the shared hue factory declares",
     ("gallery/decode_bench.py", "crop"): "the training tail's crop field",
+    ("pipelines/importers/convert.py", "crop"): "the training tail's crop field",
     ("pipelines/image_decode.py", "resize"): "a decode mode (images shrunk to the preview size)",
 }
 """(module, word): a generic operator name used as a string for something else, and what."""

@@ -64,6 +64,9 @@ class Builder:
                  thumbnails: bool = True, sync: bool = False,
                  autosave: str | Path | None = None, catalog: Catalog = CATALOG) -> None:
         check_size(size)
+        start = images if images is not None else samples
+        # a path that does not exist fails here, before any thread or pipeline exists
+        first = source_from(start, pick=max_images) if start is not None else None
         self.catalog = catalog
         self.model = ChainModel(load(preset, catalog) if preset is not None else None, catalog)
         self.allowed_root = Path(allowed_root).resolve() if allowed_root is not None else None
@@ -91,9 +94,8 @@ class Builder:
         self._offer_restore()
         self.model.listen(self._on_change)
         self._sync_cards()
-        source = images if images is not None else samples
-        if source is not None:
-            self.set_images(source)
+        if first is not None:
+            self._load_source(first)
 
     # ---- widgets ------------------------------------------------------------------------------
 
@@ -182,7 +184,7 @@ class Builder:
 
     def set_images(self, images: Any) -> list[ImageProblem]:
         """Preview these images (trusted caller: not restricted to the allowed root)."""
-        return self._load_source(source_from(images))
+        return self._load_source(source_from(images, pick=self.live.max_images))
 
     def open_folder(self, text: str) -> list[ImageProblem]:
         """Load a folder named by a user, restricted to the allowed root."""
@@ -345,7 +347,7 @@ class Builder:
             self._export_dirty = False
             preset = self.model.preset
             source = self.live.source
-            note = "" if source is not None and source.cli_path else (
+            note = source.cli_note if source is not None else (
                 "The preview images are not one folder on the server: put the same files "
                 "in a folder and pass it to --images.")
             self.export.update(self.code, preset.to_json(), preset.name, self.cli_command,

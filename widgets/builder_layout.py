@@ -16,6 +16,7 @@ from . import style
 from .export_panel import ExportPanel
 from .images_panel import ImagesPanel
 from .import_panel import ImportPanel
+from .output_panel import OutputPanel
 
 if TYPE_CHECKING:
     from .builder import Builder
@@ -24,9 +25,13 @@ if TYPE_CHECKING:
 def build_layout(b: Builder, samples: str | Path | None) -> None:
     """Create the builder's panels and its top-level ``widget`` (attributes set on ``b``)."""
     b.images_panel = ImagesPanel(b._load_source, allowed_root=b.allowed_root,
-                                 samples=Path(samples) if samples else None)
-    b.export = ExportPanel(on_name=b._set_name, on_preset_file=b._preset_file)
+                                 samples=Path(samples) if samples else None,
+                                 max_selected=b.live.max_images)
+    b.export = ExportPanel(on_name=b._set_name, on_preset_file=b._preset_file,
+                           current=lambda: b.model.preset)
     b.export_panel = b.export.widget
+    b.output_panel = OutputPanel(b.model, catalog=b.catalog, on_show=lambda on: _show_tail(b, on),
+                                 on_warning=b.export.set_warning)
     b.undo_button = style.classed(w.Button(
         description="\u21b6 undo", tooltip="undo the last edit", disabled=True,
         layout=w.Layout(width="80px")), style.UNDO)
@@ -49,7 +54,8 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
                                    layout=w.Layout(align_items="center")), style.TOOLBAR)
     left_tabs = w.Tab(children=[b.picker.widget, b.images_panel.widget])
     left_tabs.titles = ("Add a step", "Images")
-    left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), b.chain],
+    left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), b.chain,
+                   b.output_panel.widget],
                   layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
 
     b.importer = ImportPanel(on_preset=b.load_preset, images=lambda: b.engine.images,
@@ -60,3 +66,8 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
                                      w.HBox([left, b.live.widget]), bottom]),
                              style.BUILDER)
 
+
+def _show_tail(b: Builder, on: bool) -> None:
+    """"show training output": the preview (and its CLI command) go through the tail."""
+    b.live.tail = on
+    b._on_view_change()

@@ -1,5 +1,10 @@
 """The export panel: the generated training code, downloads, the preset as JSON and the CLI.
 
+The preset JSON and the one-line ``dali-gallery render`` command that reproduces the preview are
+shown as text, each with a copy button, next to the download links; a warning says when batches
+would mix image sizes (the training output section computes it), and loading a preset file
+confirms what was loaded.
+
 Everything works in plain ipywidgets: downloads are ``<a download>`` links with data URIs and
 "copy" is a button whose inline handler writes to the clipboard, so no extension or file
 server is needed (Voila serves no files). The displayed code is the exact text
@@ -15,6 +20,9 @@ from html import escape
 from typing import Any
 
 import ipywidgets as w
+
+from dali_gallery.pipelines.image_files import readable
+from dali_gallery.pipelines.preset import Preset
 
 from . import style
 
@@ -65,9 +73,11 @@ class ExportPanel:
     """Code view, download / copy actions, preset name, preset load and the CLI command."""
 
     def __init__(self, *, on_name: Callable[[str], None],
-                 on_preset_file: Callable[[bytes, str], list[str]]) -> None:
+                 on_preset_file: Callable[[bytes, str], list[str]],
+                 current: Callable[[], Preset] | None = None) -> None:
         self.on_name = on_name
         self.on_preset_file = on_preset_file
+        self.current = current
         self._quiet = False
         self.name = style.classed(w.Text(
             description="name", placeholder="preset name (optional)", continuous_update=False,
@@ -81,14 +91,20 @@ class ExportPanel:
         self.load.observe(self._on_load, "value")
         self.actions = w.HTML()
         self.problems = style.classed(w.HTML(), style.ERROR)
+        self.notice = style.classed(w.HTML(), style.EXPORT_NOTICE)
+        self.warning = style.classed(w.HTML(), style.BATCH_WARNING)
         self.cli = style.classed(w.HTML(), style.CLI)
+        self.preset_view = style.classed(w.HTML(), style.PRESET_JSON)
         self.code = style.classed(w.HTML(), style.EXPORT_CODE)
         self.stale = w.HTML()
         self.widget = style.classed(w.VBox([
-            w.HBox([self.name, self.load], layout=w.Layout(align_items="center")),
-            self.problems, self.actions, self.cli, self.stale, self.code]), style.EXPORT)
+            w.HBox([self.name, self.load, self.notice], layout=w.Layout(align_items="center")),
+            self.problems, self.warning, self.actions, self.cli, self.preset_view, self.stale,
+            self.code]), style.EXPORT)
         self.text = ""
         self.preset_json = ""
+        self.cli_text = ""
+        self._shown_json = ""
 
     def update(self, code: str, preset_json: str, name: str, cli: str, cli_note: str) -> None:
         """Show the current export (called when the pipeline is idle, never mid-drag)."""
@@ -105,9 +121,18 @@ class ExportPanel:
             + copy_button(code, "copy code", style.COPY_CODE))
         note = f"<div style='opacity:.7;font-size:12px'>{escape(cli_note)}</div>" if cli_note \
             else ""
+        self.cli_text = cli
         self.cli.value = (f"<div><b>Render the same grid from a shell</b> (after downloading "
                           f"the preset JSON):</div><pre style='white-space:pre-wrap'>"
-                          f"{escape(cli)}</pre>{note}")
+                          f"{escape(cli)}</pre>{copy_button(cli, 'copy command', style.COPY_CLI)}"
+                          f"{note}")
+        if preset_json != self._shown_json:
+            self.preset_view.value = (
+                "<details open><summary><b>Preset JSON</b> (what the download holds; load it back "
+                "with <i>load preset</i>)</summary><pre style='max-height:260px;overflow:auto;"
+                f"font-size:12px'>{escape(preset_json)}</pre></details>"
+                + copy_button(preset_json, "copy preset JSON", style.COPY_PRESET))
+            self._shown_json = preset_json
         self._quiet = True
         try:
             self.name.value = name
@@ -116,6 +141,11 @@ class ExportPanel:
 
     def show_problems(self, title: str, problems: list[str]) -> None:
         self.problems.value = style.error_html(problems, title) if problems else ""
+
+    def set_warning(self, text: str) -> None:
+        """A warning above the code ("" clears it): batches that would mix image sizes."""
+        self.warning.value = (f'<div class="{style.ERROR}">&#9888; {escape(text)}</div>'
+                              if text else "")
 
     def _on_name(self, change: dict[str, Any]) -> None:
         if not self._quiet:
@@ -126,5 +156,17 @@ class ExportPanel:
         if not value:
             return
         entry = value[0]
-        self.on_preset_file(bytes(entry["content"]), str(entry.get("name", "preset.json")))
+        name = str(entry.get("name", "preset.json"))
+        problems = self.on_preset_file(bytes(entry["content"]), name)
         self.load.value = ()
+        self.notice.value = "" if problems or self.current is None else \
+            loaded_html(readable(name)[:80], self.current())
+
+
+def loaded_html(name: str, preset: Preset) -> str:
+    """The confirmation after a preset file was loaded: its name and what it holds."""
+    n = len(preset.steps)
+    tail = "training output on" if preset.output is not None else "no training output"
+    titled = f" (preset {preset.name[:60]!r})" if preset.name else ""
+    return (f"<span style='color:#2e7d32'>&#10003; loaded {escape(name)}{escape(titled)}: "
+            f"{n} step{'s' if n != 1 else ''}, {tail}</span>")

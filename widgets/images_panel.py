@@ -3,154 +3,46 @@
 A folder typed by the user must stay inside the allowed root the app was started with:
 absolute paths, ``~`` and ``..`` are refused outright, the rest is resolved with symlinks
 followed and refused when it lands outside; files inside are checked the same way again by
-:func:`pipelines.images.collect`. Uploads are kept in memory only (never written to disk) and
-limited in size and number. Bad files are listed with the reason and skipped.
+:func:`pipelines.images.collect`. A folder's images are counted and listed (bounded): the
+preview starts with images spread over its class folders and the user may pick others. Uploads
+are kept in memory only (never written to disk) and limited in size and number. Bad files are
+listed with the reason and skipped; files left out by a limit are said apart, not as broken.
 """
 
 from __future__ import annotations
 
-import os
+import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
+from dali_gallery.pipelines.image_collect import FolderSelection
 from dali_gallery.pipelines.images import SUPPORTED_EXTENSIONS, ImageProblem, readable
 
 from . import style
+from .image_source import (
+    DEFAULT_PICK,
+    MAX_FOLDERS_LISTED,
+    SAMPLES_DIR,
+    FolderListing,
+    ImageSource,
+    list_folders,
+    resolve_folder,
+    source_from,
+)
 
-SAMPLES_DIR = Path(__file__).resolve().parents[1] / "gallery" / "samples"
-"""The bundled sample images (package data next to this package; read, not imported)."""
+__all__ = ["ACCEPT", "MAX_FOLDERS_LISTED", "MAX_LISTED", "MAX_UPLOADS", "SAMPLES_DIR",
+           "UPLOAD_LIMIT", "ImageSource", "ImagesPanel", "list_folders", "resolve_folder",
+           "source_from", "upload_items"]
+
 UPLOAD_LIMIT = 20 * 2**20
 MAX_UPLOADS = 64
-MAX_FOLDERS_LISTED = 300
+MAX_LISTED = 500
+"""Files of a folder offered in the file list (spread over its class folders)."""
 ACCEPT = ",".join(sorted(SUPPORTED_EXTENSIONS - {".bmp"}))
-
-
-@dataclass
-class ImageSource:
-    """A set of images to preview and how to name it (for the UI and the CLI command)."""
-
-    kind: str  # "samples" | "folder" | "paths" | "upload"
-    items: Any  # a folder Path, a list of paths, or a list of (name, bytes)
-    label: str
-    root: Path | None = None
-    problems: list[ImageProblem] = field(default_factory=list)
-
-    @property
-    def cli_path(self) -> str | None:
-        """What ``dali-gallery render --images`` takes to read the same files, if anything.
-
-        A confined source (``root`` set: the served app) is named relative to its root, never
-        by the server's absolute path, which the page would show to every visitor."""
-        if self.kind in ("samples", "folder"):
-            path = Path(self.items)
-        elif self.kind == "paths" and len(self.items) == 1:
-            path = Path(self.items[0])
-        else:
-            return None
-        if self.root is None:
-            return str(path.resolve())
-        if self.kind == "samples":  # confined to the samples folder, not under the allowed root
-            return None
-        return _relative(path, self.root)
-
-
-def source_from(images: Any, root: Path | None = None) -> ImageSource:
-    """An :class:`ImageSource` for what ``Builder(images=...)`` accepts: a folder or file
-    path, a list of paths, or a list of (name, bytes) uploads (an ImageSource as it is).
-    With ``root`` every file must lie inside it (symlinks followed) and paths are shown
-    relative to it."""
-    if isinstance(images, ImageSource):
-        return images
-    if isinstance(images, (str, os.PathLike)):
-        path = Path(images)
-        kind = "samples" if root is None and _same_path(path, SAMPLES_DIR) else (
-            "folder" if path.is_dir() else "paths")
-        items: Any = path if kind != "paths" else [path]
-        label = str(path) if root is None else (_relative(path, root) or path.name)
-        return ImageSource(kind, items, Path(root).name if label == "." else label, root)
-    if isinstance(images, Sequence) and not isinstance(images, (bytes, bytearray)):
-        if all(isinstance(x, tuple) and len(x) == 2 for x in images):
-            return ImageSource("upload", list(images), f"{len(images)} uploaded file(s)")
-        paths = [Path(x) for x in images]
-        return ImageSource("paths", paths, f"{len(paths)} file(s)", root)
-    raise TypeError(f"images={type(images).__name__} is not allowed; expected a folder, a "
-                    "file, a list of paths or a list of (name, bytes)")
-
-
-def _relative(path: Path, root: Path) -> str | None:
-    """``path`` relative to ``root`` (POSIX, "." for the root itself); None when outside."""
-    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
-    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else Path(rel).as_posix()
-
-
-def _same_path(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
-
-
-def resolve_folder(text: str, root: Path | None) -> Path:
-    """The folder a user typed, checked against the allowed root; ValueError says why not."""
-    text = text.strip()
-    if not text:
-        raise ValueError("enter a folder" + (" inside the allowed root" if root else ""))
-    if "\x00" in text:
-        raise ValueError("the folder name contains a NUL character")
-    if root is None:
-        path = Path(text).expanduser()
-    else:
-        if os.path.isabs(text) or text.startswith("~"):
-            raise ValueError(f"{text!r}: absolute paths are not allowed; give a folder "
-                             "relative to the allowed root")
-        if ".." in Path(text).parts:
-            raise ValueError(f"{text!r}: '..' is not allowed; folders must stay inside the "
-                             "allowed root")
-        path = root / text
-        real, root_real = os.path.realpath(path), os.path.realpath(root)
-        if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
-            raise ValueError(f"{text!r} leads outside the allowed root (through a "
-                             "symbolic link); it was not opened")
-    if not path.exists():
-        raise ValueError(f"{text!r} does not exist")
-    if not path.is_dir():
-        raise ValueError(f"{text!r} is not a folder")
-    return path
-
-
-def list_folders(root: Path, depth: int = 2, limit: int = MAX_FOLDERS_LISTED) -> list[str]:
-    """Sub-folders of ``root`` (relative, POSIX) for the folder box's suggestions; symlinked
-    folders leading outside the root are left out."""
-    out: list[str] = []
-    root_real = os.path.realpath(root)
-
-    def walk(folder: Path, rel: str, level: int) -> None:
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            return
-        for e in entries:
-            if len(out) >= limit or e.name.startswith("."):
-                continue
-            try:
-                is_dir = e.is_dir()
-            except OSError:
-                continue
-            real = os.path.realpath(e.path)
-            if not is_dir or not (real + os.sep).startswith(root_real.rstrip(os.sep) + os.sep):
-                continue
-            name = f"{rel}/{e.name}" if rel else e.name
-            out.append(name)
-            if level < depth:
-                walk(Path(e.path), name, level + 1)
-
-    walk(root, "", 1)
-    return out
 
 
 def upload_items(value: Sequence[dict[str, Any]],
@@ -164,7 +56,7 @@ def upload_items(value: Sequence[dict[str, Any]],
         size = int(entry.get("size") or len(entry.get("content", b"")))
         if k >= MAX_UPLOADS:
             problems.append(ImageProblem(name, f"not loaded: at most {MAX_UPLOADS} files per "
-                                               "upload"))
+                                               "upload", over_limit=True))
         elif size > limit:
             problems.append(ImageProblem(name, f"too large ({size / 2**20:.1f} MiB; the "
                                                f"limit is {limit / 2**20:.0f} MiB per file)"))
@@ -173,14 +65,29 @@ def upload_items(value: Sequence[dict[str, Any]],
     return items, problems
 
 
+def _receipt(items: list[tuple[str, bytes]]) -> tuple[dict[str, Any], ...]:
+    """The upload button's value after a load: the files' names without their bytes (the
+    button shows "upload images (N)"; the bytes live in the builder only)."""
+    now = dt.datetime.now(dt.timezone.utc)
+    return tuple({"name": name, "type": "", "size": len(data), "content": memoryview(b""),
+                  "last_modified": now} for name, data in items)
+
+
 class ImagesPanel:
-    """Source switch, folder box (with suggestions), upload button and the problem list."""
+    """Source switch, folder box (with suggestions), upload button, the folder's file list and
+    the problem list."""
 
     def __init__(self, on_load: Callable[[ImageSource], list[ImageProblem]], *,
-                 allowed_root: Path | None, samples: Path | None = SAMPLES_DIR) -> None:
+                 allowed_root: Path | None, samples: Path | None = SAMPLES_DIR,
+                 max_selected: int = DEFAULT_PICK) -> None:
         self.on_load = on_load
         self.allowed_root = allowed_root
         self.samples_dir = samples
+        self.max_selected = max_selected
+        self.listing: FolderListing | None = None
+        self._listed_source: ImageSource | None = None
+        self._receipt: tuple[dict[str, Any], ...] = ()
+        self._quiet = False
         self.samples = style.classed(w.Button(
             description="bundled samples", icon="images", disabled=not _is_dir(samples),
             tooltip="the sample photos shipped with dali-gallery"), style.SAMPLES)
@@ -201,11 +108,21 @@ class ImagesPanel:
                     "(kept in memory only)"), style.UPLOAD)
         self.upload.observe(self._on_upload, "value")
         self.summary = w.HTML()
+        self.files_note = w.HTML()
+        self.files = style.classed(w.SelectMultiple(rows=8, layout=w.Layout(width="500px")),
+                                   style.IMAGE_FILES)
+        self.files_load = style.classed(w.Button(
+            description="preview selected", icon="eye",
+            tooltip=f"preview the selected files (at most {max_selected})"),
+            style.IMAGE_FILES_LOAD)
+        self.files_load.on_click(lambda _: self.preview_selected())
+        self.files_box = w.VBox([self.files_note, self.files, self.files_load],
+                                layout=w.Layout(display="none"))
         self.problems = style.classed(w.HTML(), style.IMAGE_PROBLEMS)
         self.widget = style.classed(w.VBox([
             w.HBox([self.samples, self.upload], layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.folder, self.folder_load]),
-            self.summary, self.problems]), style.IMAGES)
+            self.summary, self.files_box, self.problems]), style.IMAGES)
 
     # ---- actions ------------------------------------------------------------------------------
 
@@ -215,7 +132,7 @@ class ImagesPanel:
         assert self.samples_dir is not None
         # confined (served): the samples pass the same check, inside their own folder
         root = self.samples_dir if self.allowed_root is not None else None
-        return self._load(ImageSource("samples", self.samples_dir, "bundled samples", root))
+        return self._load_listed("samples", self.samples_dir, "bundled samples", root)
 
     def load_folder(self, text: str) -> list[ImageProblem]:
         """Load a typed folder (restricted to the allowed root); refusals are shown."""
@@ -225,7 +142,20 @@ class ImagesPanel:
             path = resolve_folder(text, self.allowed_root)
         except ValueError as e:
             return self._refuse(str(e))
-        return self._load(ImageSource("folder", path, text.strip(), self.allowed_root))
+        return self._load_listed("folder", path, text.strip(), self.allowed_root)
+
+    def preview_selected(self) -> list[ImageProblem]:
+        """Preview the files chosen in the folder's list (1 to ``max_selected`` of them)."""
+        source = self._listed_source
+        chosen = tuple(self.files.value)
+        if source is None or source.listing is None:
+            return self._refuse("load a folder first")
+        if not 1 <= len(chosen) <= self.max_selected:
+            return self._refuse(f"{len(chosen)} files selected; choose 1 to "
+                                f"{self.max_selected} (the preview shows at most "
+                                f"{self.max_selected} rows)")
+        return self._load(ImageSource(source.kind, FolderSelection(source.listing.folder, chosen),
+                                      source.label, source.root, listing=source.listing))
 
     def load_uploads(self, value: Sequence[dict[str, Any]]) -> list[ImageProblem]:
         items, problems = upload_items(value)
@@ -238,21 +168,65 @@ class ImagesPanel:
 
     def show(self, source: ImageSource | None, problems: list[ImageProblem],
              error: str = "", names: Sequence[str] = ()) -> None:
-        """Summary of what is loaded and the list of skipped files with reasons."""
+        """Summary of what is loaded (how many files the folder has), its file list, and the
+        files skipped with reasons; files a limit left out are said apart, not as broken."""
         if error:
             self.summary.value = f'<span class="{style.ERROR}">{escape(error)}</span>'
         elif source is not None:
             shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+            folder = f" (of {source.listing.describe()})" if source.listing else ""
             self.summary.value = (f"<b>{len(names)}</b> image(s) from {escape(source.label)}"
-                                  f"<span style='opacity:.7'>: {escape(shown)}</span>")
-        if problems:
-            self.problems.value = style.error_html(
-                [f"{p.name}: {p.reason}" for p in problems],
-                f"{len(problems)} file(s) skipped")
-        else:
-            self.problems.value = ""
+                                  f"{escape(folder)}<span style='opacity:.7'>: "
+                                  f"{escape(shown)}</span>")
+            self._show_files(source)
+            self._show_upload_count(source)
+        broken = [p for p in problems if not p.over_limit]
+        capped = [p for p in problems if p.over_limit]
+        html = style.error_html([p.message for p in broken], f"{len(broken)} file(s) skipped") \
+            if broken else ""
+        html += "".join(f"<div style='opacity:.75'>{escape(p.message)}</div>" for p in capped)
+        self.problems.value = html
 
     # ---- internals ----------------------------------------------------------------------------
+
+    def _load_listed(self, kind: str, path: Path, label: str,
+                     root: Path | None) -> list[ImageProblem]:
+        try:
+            listing = FolderListing.of(path)
+        except OSError:  # collect() reports why, as a problem of the folder
+            return self._load(ImageSource(kind, path, label, root))
+        return self._load(ImageSource(kind, listing.pick(self.max_selected), label, root,
+                                      listing=listing))
+
+    def _show_files(self, source: ImageSource) -> None:
+        """The folder's files for choosing others (bounded, spread over its classes)."""
+        listing = source.listing
+        if listing is None or not isinstance(source.items, FolderSelection):
+            self.files_box.layout.display = "none"
+            self._listed_source = None
+            return
+        offered = set(listing.order[:MAX_LISTED]) | set(source.items.files)
+        self.files.options = [(readable(r), r) for r in listing.files if r in offered]
+        self.files.value = tuple(r for r in source.items.files if r in offered)
+        bound = (f"; the list offers {len(offered)} of them, spread over the class folders"
+                 if len(offered) < len(listing.files) else "")
+        self.files_note.value = (
+            f"<span style='font-size:12px'>{escape(listing.describe())} in "
+            f"{escape(source.label)}{escape(bound)}. Select up to {self.max_selected} "
+            "(ctrl / shift click) and press <i>preview selected</i>.</span>")
+        self.files_box.layout.display = None
+        self._listed_source = source
+
+    def _show_upload_count(self, source: ImageSource) -> None:
+        self._receipt = _receipt(source.items) if source.kind == "upload" else ()
+        self._set_upload(self._receipt)
+
+    def _set_upload(self, value: tuple[dict[str, Any], ...]) -> None:
+        self._quiet = True
+        try:
+            self.upload.value = value
+        finally:
+            self._quiet = False
 
     def _load(self, source: ImageSource) -> list[ImageProblem]:
         return self.on_load(source)
@@ -263,10 +237,10 @@ class ImagesPanel:
 
     def _on_upload(self, change: dict[str, Any]) -> None:
         value = change["new"]
-        if not value:
+        if not value or self._quiet:
             return
+        self._set_upload(self._receipt)  # the bytes go to the builder; free the widget's copy
         self.load_uploads(value)
-        self.upload.value = ()  # the bytes now live in the builder; free the widget's copy
 
 
 def _is_dir(path: Path | None) -> bool:

@@ -66,7 +66,6 @@ class ImportPanel:
         self.result: ImportResult | None = None
         self.report: Any = None
         self.error: str | None = None
-        self._engines: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._generation = 0
@@ -164,11 +163,9 @@ class ImportPanel:
         return code
 
     def close(self) -> None:
+        """Drop a report in flight (its engines close when it ends)."""
         self._generation += 1
         self.wait(30)
-        for e in self._engines.values():
-            e.close()
-        self._engines.clear()
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -183,25 +180,30 @@ class ImportPanel:
         from dali_gallery.pipelines.importers.report_html import parity_html
 
         with self._lock:
+            engines = self._engine_set()
             try:
-                report = parity_report(result, images, engines=self._engine_set(), repeats=2)
+                report = parity_report(result, images, engines=engines, repeats=2)
             except (StepError, ValueError, RuntimeError) as e:
                 if generation == self._generation:
                     self.parity.value = style.error_html([f"parity report failed: {e}"])
                 return
+            finally:  # the engines hold DALI pipelines (GPU memory): none outlives a report
+                for e in engines.values():
+                    e.close()
         if generation != self._generation:
             return  # a newer import replaced this one
         self.report = report
         self.parity.value = parity_html(report)
 
     def _engine_set(self) -> dict[str, Any]:
-        if not self._engines:
-            from dali_gallery.pipelines.engine import PreviewEngine
+        """Engines of its own for one report (the live preview's engine renders on another
+        thread): the CPU, and the GPU when the builder previews there."""
+        from dali_gallery.pipelines.engine import PreviewEngine
 
-            self._engines["cpu"] = PreviewEngine("cpu")
-            if self.device == "gpu":
-                self._engines["gpu"] = PreviewEngine("gpu")
-        return self._engines
+        engines = {"cpu": PreviewEngine("cpu")}
+        if self.device == "gpu":
+            engines["gpu"] = PreviewEngine("gpu")
+        return engines
 
     def _on_upload(self, change: dict[str, Any]) -> None:
         value = change["new"]

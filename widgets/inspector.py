@@ -7,6 +7,7 @@ never guesses. Histograms compare the tile with the image it started from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -19,9 +20,8 @@ from dali_gallery.pipelines.engine import SampleRecord
 from dali_gallery.pipelines.preset import Preset, is_random
 
 from . import style
-from .encode import encode, histogram_png
-
-INSPECT_PX = 300
+from .encode import histogram_png
+from .zoom import ZOOM_PX, ZoomView
 
 
 @dataclass
@@ -90,12 +90,17 @@ def _fmt(v: Any) -> str:
 
 
 class Inspector:
-    """The panel under the grid; hidden until a tile is clicked."""
+    """The panel opened under the row of the clicked tile; hidden until a tile is clicked.
 
-    def __init__(self) -> None:
+    ``on_show(image)`` lets the grid put the panel next to that image's row (it is called
+    before the panel is shown). :meth:`hide` also drops the images, so a panel about images
+    that were replaced never lingers (the live preview hides it when the images change).
+    """
+
+    def __init__(self, on_show: Callable[[int], None] | None = None) -> None:
+        self.on_show = on_show
         self.title = w.HTML()
-        self.before = w.Image(format="png", layout=w.Layout(width=f"{INSPECT_PX}px"))
-        self.after = w.Image(format="png", layout=w.Layout(width=f"{INSPECT_PX}px"))
+        self.zoom = ZoomView(fmt="png", header=False)
         self.table = w.HTML()
         self.histogram = style.classed(w.Image(format="png", layout=w.Layout(
             width="540px")), style.HISTOGRAM)
@@ -107,8 +112,9 @@ class Inspector:
         self.widget = style.classed(w.VBox([
             w.HBox([self.title, self.close_button], layout=w.Layout(
                 justify_content="space-between")),
-            w.HBox([self.before, self.after]), self.table, self.histogram,
-        ], layout=w.Layout(display="none", border="1px solid #bbb", padding="4px")),
+            self.zoom.widget, self.table, self.histogram,
+        ], layout=w.Layout(display="none", border="1px solid #bbb", padding="4px",
+                           margin="4px 0")),
             style.INSPECTOR)
 
     def show(self, image: int, draw: int, name: str, seed: int, preset: Preset,
@@ -117,12 +123,18 @@ class Inspector:
         self.reports = tile_report(preset, record)
         self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
                             f" &middot; {tile.shape[1]}x{tile.shape[0]}")
-        self.before.value = encode(original, "png", max_side=2 * INSPECT_PX)
-        self.after.value = encode(tile, "png", max_side=2 * INSPECT_PX)
+        self.zoom.show(tile, original, px=ZOOM_PX, key=(name, str(draw)))
         self.table.value = report_html(self.reports)
         self.histogram.value = histogram_png(original, tile)
+        if self.on_show is not None:
+            self.on_show(image)
         self.widget.layout.display = None
 
     def hide(self) -> None:
+        """Close the panel and forget the tile (its images and values are dropped)."""
         self.selected = None
+        self.reports = []
         self.widget.layout.display = "none"
+        self.zoom.hide()
+        self.title.value = self.table.value = ""
+        self.histogram.value = b""

@@ -25,7 +25,7 @@ from dali_gallery.pipelines.preset import Preset
 
 from . import style
 from .images_panel import ImageSource
-from .inspector import Inspector, StepReport, tile_report
+from .inspector import StepReport, tile_report
 from .picker import Picker
 from .preview import MAX_DRAWS, SIZES, PreviewGrid
 from .render import PreviewRenderer, RenderRequest, RenderResult
@@ -72,6 +72,7 @@ class LivePreview:
         self.engine = self.renderer.engine
         self.device = self.engine.device
         self.source: ImageSource | None = None
+        self.tail = False  # render through the preset's training output ("show training output")
         self.picker = picker
         self._current = current
         self._on_seed = on_seed
@@ -88,8 +89,8 @@ class LivePreview:
         self.grid = PreviewGrid(draws=self.draws, count=self.count, max_images=self.max_images,
                                 size=self.size, seed=seed, on_settings=self._on_setting,
                                 on_inspect=self.inspect)
-        self.inspector = Inspector()
-        self.widget = w.VBox([self.grid.widget, self.inspector.widget],
+        self.inspector = self.grid.inspector  # placed by the grid under the clicked tile's row
+        self.widget = w.VBox([self.grid.widget],
                              layout=w.Layout(flex="1 1 auto", overflow="auto"))
         self.thumbnails = Thumbnails(self.device, catalog) if thumbnails else None
         self.scheduler: Scheduler[RenderRequest, RenderResult] = Scheduler(
@@ -106,7 +107,8 @@ class LivePreview:
             return
         preset, count = self._current(), min(self.count, self.renderer.count)
         self._note_slow(preset, count)
-        self.scheduler.submit(RenderRequest(preset, self.draws, count, self.renderer.version))
+        self.scheduler.submit(RenderRequest(preset, self.draws, count, self.renderer.version,
+                                            self.tail and preset.output is not None))
 
     def _note_slow(self, preset: Preset, count: int) -> None:
         """A render whose Python operators take a while says so first: the tiles change only
@@ -152,7 +154,8 @@ class LivePreview:
         n = min(self.count, self.renderer.count) or self.count
         args = ["--images", path or "FOLDER_WITH_THE_SAME_IMAGES", "--draws", str(self.draws),
                 "--batch-size", str(n), "--device", self.device]
-        return args + (["--size", str(self.size)] if self.size else [])
+        tail = ["--tail"] if self.tail and self._current().output is not None else []
+        return args + (["--size", str(self.size)] if self.size else []) + tail
 
     def wait_idle(self, timeout: float = 60.0, thumbnails: bool = False) -> bool:
         return self.scheduler.wait_idle(timeout, background=thumbnails)
@@ -213,6 +216,7 @@ class LivePreview:
 
     def _images_changed(self) -> None:
         with self._ui:
+            self.inspector.hide()  # it showed a tile of images that are no longer loaded
             self.grid.set_values(count=(min(self.count, self._available()), self._available()))
         if self.thumbnails is not None:
             thumbs = self.thumbnails

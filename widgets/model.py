@@ -17,6 +17,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.preset import (
+    IMAGENET_OUTPUT,
     Choice,
     Preset,
     PresetError,
@@ -45,7 +46,9 @@ Listener = Callable[[Change], None]
 
 
 def empty_preset() -> Preset:
-    return Preset()
+    """A new pipeline: no steps, and the usual ImageNet training tail, so that its export
+    trains as it is on images of any size (the output section turns it off)."""
+    return Preset(output=copy.deepcopy(IMAGENET_OUTPUT))
 
 
 class ChainModel:
@@ -145,6 +148,12 @@ class ChainModel:
         data = self._data()
         data["seed"] = seed
         self._commit(data, Change("seed"))  # each new draw is its own undo step
+
+    def set_output(self, output: dict[str, Any] | None) -> None:
+        """The training tail as preset JSON (None: no tail); validated like a preset file."""
+        data = self._data()
+        data["output"] = output
+        self._commit(data, Change("value", None, "output"))
 
     def set_name(self, name: str) -> None:
         data = self._data()

@@ -4,6 +4,9 @@ Rows show the operator's one-line description and a tiny live thumbnail of its e
 (rendered when its tab or search result is first shown: ``on_visible``).
 Operators the preview device cannot run stay visible, disabled, with the catalog's reason.
 Clicking "add" or pressing Enter in the search box (first available match) adds a step.
+The search reads names, descriptions and each operator's declared aliases (torchvision and
+albumentations names: :mod:`pipelines.op_search`); a search without results says so and
+suggests the closest names.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import ipywidgets as w
 
 from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog, OpSpec
+from dali_gallery.pipelines.op_search import no_match
 
 from . import style
 from .ui_thread import kernel_loop
@@ -84,7 +88,8 @@ class Picker:
                                     style.PICKER)
 
     def matches(self, text: str | None = None) -> list[str]:
-        """Operators whose name or description contains ``text`` (all when empty)."""
+        """Operators matching ``text`` by name, description or alias, best first (all when
+        empty)."""
         t = self.search.value if text is None else text
         if not t.strip():
             return list(self.items)
@@ -109,8 +114,7 @@ class Picker:
             if self.items[name].available:
                 self.on_add(name)
                 return name
-        self.hint.value = (f'<span class="{style.ERROR}">no available operator matches '
-                           f"{escape(self.search.value)!s}</span>")
+        self.hint.value = f'<span class="{style.ERROR}">{escape(self._none_text())}</span>'
         return None
 
     def set_thumbnail(self, op: str, data: bytes) -> None:
@@ -135,7 +139,17 @@ class Picker:
         first = next((n for n in names if self.items[n].available), None)
         self.hint.value = (f"<span style='font-size:12px'>{len(names)} match(es); Enter adds "
                            f"<b>{escape(first)}</b></span>" if first else
-                           f"<span class='{style.ERROR}'>no available operator matches</span>")
+                           f"<span class='{style.ERROR}'>{escape(self._none_text())}</span>")
+
+    def _none_text(self) -> str:
+        """Why Enter adds nothing: no operator matches at all (with suggestions), or only
+        operators this device cannot run."""
+        text = self.search.value.strip()
+        names = self.matches(text)
+        if not names:
+            return no_match(self.catalog.values(), text)
+        return (f"no available operator matches {text[:40]!r}: {', '.join(names[:4])} "
+                f"cannot run on this device ({self.items[names[0]].reason})")
 
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
         if content.get("event") != "submit":

@@ -1,9 +1,12 @@
 """The preview grid: rows are images, the first column the original, then K draws.
 
 Tiles are ``ipywidgets.Image`` widgets whose bytes are replaced in place when a render lands,
-so the layout never jumps while a slider is dragged. A tile's caption says which steps fired
-on it; clicking the caption opens the inspector. The grid widgets are rebuilt only when the
-number of images or draws changes.
+so the layout never jumps while a slider is dragged. Tiles are letterboxed in square cells
+that share the row's width (CSS in :mod:`.style`), so an image keeps its aspect ratio at any
+number of draws and tiles grow when there are fewer. A tile's caption lists every step that
+fired on it (wrapped, never cut). Clicking a tile or its caption opens the inspector (a large
+view with the original beside it, the values drawn, histograms) right under that tile's row.
+The grid widgets are rebuilt only when the number of images or draws changes.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import ipywidgets as w
 from dali_gallery.pipelines.images import ORIGINAL_SIZE, PREVIEW_SIZES
 
 from . import style
+from .inspector import Inspector
 
 SIZES: tuple[tuple[str, int], ...] = (
     *((f"{s} px", s) for s in PREVIEW_SIZES), ("original", ORIGINAL_SIZE))
 """Longest image side the preview decodes to (:data:`pipelines.images.PREVIEW_SIZES`); 0 =
 original size (exact export parity)."""
 MAX_DRAWS = 8
-TILE_PX = 168
 PARITY_NOTE = ("Draw 0 of every image is exactly the first batch of the exported pipeline "
                "on the same files when the size is <b>original</b>; smaller sizes shrink the "
                "inputs before augmenting (faster, close but not identical).")
@@ -63,6 +66,9 @@ class PreviewGrid:
         self.error = style.classed(w.HTML(layout=w.Layout(display="none")), style.ERROR)
         note = w.HTML(f'<div style="opacity:.7;font-size:12px">{PARITY_NOTE}</div>')
         self.rows = w.VBox()
+        self.inspector = Inspector(on_show=self._place_inspector)
+        self._rows: list[w.HBox] = []
+        self._inspector_row: int | None = None
         controls = w.HBox([self.draws, self.count, self.size, self.seed, self.new_draw],
                           layout=w.Layout(flex_flow="row wrap", align_items="center"))
         self.widget = style.classed(w.VBox([controls, note, self.status, self.error, self.rows]),
@@ -87,35 +93,54 @@ class PreviewGrid:
         """Rebuild the tile widgets for n images x draws (blank until a render lands)."""
         if (n, draws) == self.shape:
             return
-        old = self.rows.children
+        old = self._rows
         self.originals, self.tiles, self.captions, self.names = [], [], [], []
         rows = []
-        size = f"{TILE_PX}px"
         for i in range(n):
-            original = style.classed(w.Image(format="jpeg", layout=w.Layout(
-                width=size, height=size)), style.PREVIEW_ORIGINAL)
-            name = w.HTML(layout=w.Layout(width=size, overflow="hidden"))
-            cells = [w.VBox([original, name])]
+            original = style.classed(w.Image(format="jpeg"), style.PREVIEW_ORIGINAL)
+            name = style.classed(w.HTML(), style.PREVIEW_NAME)
+            cells = [style.classed(w.VBox([original, name]), style.PREVIEW_CELL)]
             tiles, captions = [], []
             for d in range(draws):
-                tile = style.classed(w.Image(format="jpeg", layout=w.Layout(
-                    width=size, height=size)), style.PREVIEW_TILE)
+                tile = style.classed(w.Image(format="jpeg"), style.PREVIEW_TILE)
+                zoom = style.classed(w.Button(
+                    description="", tooltip="a large view of this tile with the original "
+                    "beside it, and what fired on it"), style.TILE_ZOOM)
                 caption = style.classed(w.Button(
                     description=f"draw {d}", tooltip="inspect this tile: which steps fired, "
-                    "the sampled values and before/after histograms",
-                    layout=w.Layout(width=size, height="24px")), style.TILE_INSPECT)
+                    "the sampled values and before/after histograms"), style.TILE_INSPECT)
+                zoom.on_click(self._inspect(i, d))
                 caption.on_click(self._inspect(i, d))
-                cells.append(w.VBox([tile, caption]))
+                box = style.classed(w.Box([tile, zoom]), style.TILE_BOX)
+                cells.append(style.classed(w.VBox([box, caption]), style.PREVIEW_CELL))
                 tiles.append(tile)
                 captions.append(caption)
             self.originals.append(original)
             self.names.append(name)
             self.tiles.append(tiles)
             self.captions.append(captions)
-            rows.append(w.HBox(cells, layout=w.Layout(flex_flow="row nowrap")))
-        self.rows.children = rows
+            rows.append(style.classed(w.HBox(cells, layout=w.Layout(
+                flex_flow="row nowrap", align_items="flex-start")), style.PREVIEW_ROW))
+        self._rows = rows
+        selected = self.inspector.selected
+        if selected is not None and not (selected[0] < n and selected[1] < draws):
+            self.inspector.hide()  # its tile is gone: never show a tile that is not there
+        self._arrange()
         for row in old:
             style.close_tree(row)
+
+    def _place_inspector(self, image: int) -> None:
+        """Put the inspector right under the row of ``image`` (the tile that was clicked)."""
+        self._inspector_row = image
+        self._arrange()
+
+    def _arrange(self) -> None:
+        children: list[w.Widget] = list(self._rows)
+        at = self._inspector_row
+        if at is not None and at < len(children):
+            children.insert(at + 1, self.inspector.widget)
+        if tuple(children) != self.rows.children:
+            self.rows.children = children
 
     # ---- content ------------------------------------------------------------------------------
 
@@ -132,7 +157,11 @@ class PreviewGrid:
         for i, row in enumerate(tiles):
             for d, data in enumerate(row):
                 self.tiles[i][d].value = data
-                self.captions[i][d].description = captions[i][d]
+                caption = self.captions[i][d]
+                caption.description = captions[i][d]
+                caption.tooltip = (f"fired on this tile: {captions[i][d]}; click to inspect "
+                                   "the values drawn" if captions[i][d] != "-" else
+                                   "no step fired on this tile; click to inspect it")
 
     def show_error(self, message: str | None) -> None:
         """A render failure not tied to one step, above the (kept) last good tiles."""

@@ -33,6 +33,8 @@ class RenderRequest:
     draws: int
     count: int
     images_version: int
+    tail: bool = False
+    """Render through the preset's training output (resize, crop, normalise) as well."""
 
 
 @dataclass
@@ -110,7 +112,7 @@ class PreviewRenderer:
                 raise StepError("no images to preview: load the samples, a folder or uploads")
             small = self.max_side is not None and self.max_side <= DISPLAY_MAX
             render = self.engine.render(request.preset, draws=request.draws,
-                                        images=list(range(n)),
+                                        images=list(range(n)), tail=request.tail,
                                         encode="jpeg" if small else None, quality=JPEG_QUALITY)
             originals = self.engine.images[:n]
             names = self.engine.names[:n]

@@ -49,6 +49,11 @@ PICKER_THUMB = "dg-picker-thumb"
 PREVIEW = "dg-preview"
 PREVIEW_TILE = "dg-preview-tile"
 PREVIEW_ORIGINAL = "dg-preview-original"
+PREVIEW_ROW = "dg-preview-row"
+PREVIEW_CELL = "dg-preview-cell"
+PREVIEW_NAME = "dg-preview-name"
+TILE_BOX = "dg-tile-box"
+TILE_ZOOM = "dg-tile-zoom"
 TILE_INSPECT = "dg-tile-inspect"
 NEW_DRAW = "dg-new-draw"
 SEED = "dg-seed"
@@ -58,6 +63,11 @@ N_IMAGES = "dg-n-images"
 SIZE = "dg-size"
 INSPECTOR = "dg-inspector"
 HISTOGRAM = "dg-histogram"
+ZOOM = "dg-zoom"
+ZOOM_PAIR = "dg-zoom-pair"
+ZOOM_LARGE = "dg-zoom-large"
+ZOOM_ORIGINAL = "dg-zoom-original"
+ZOOM_CLOSE = "dg-zoom-close"
 
 IMAGES = "dg-images"
 FOLDER = "dg-folder"
@@ -74,6 +84,22 @@ DOWNLOAD_PRESET = "dg-download-preset"
 PRESET_UPLOAD = "dg-preset-upload"
 PRESET_NAME = "dg-preset-name"
 CLI = "dg-cli"
+
+TILE_MIN_PX = 72
+TILE_MAX_PX = 180
+"""Width range (CSS px) of a builder preview cell: cells share the row's width, so tiles grow
+when there are fewer draws, and never shrink below the minimum (the preview scrolls instead)."""
+COPY_CLI = "dg-copy-cli"
+PRESET_JSON = "dg-preset-json"
+COPY_PRESET = "dg-copy-preset"
+EXPORT_NOTICE = "dg-export-notice"
+BATCH_WARNING = "dg-batch-warning"
+
+OUTPUT = "dg-output"
+OUTPUT_ENABLED = "dg-output-enabled"
+OUTPUT_SHOW = "dg-output-show"
+IMAGE_FILES = "dg-image-files"
+IMAGE_FILES_LOAD = "dg-image-files-load"
 
 
 def param_class(name: str) -> str:
@@ -104,9 +130,24 @@ CSS = """
 .dg-step-card.dg-step-disabled { opacity: 0.55; }
 .dg-error, .dg-error * { color: #c62828 !important; }
 .dg-param.dg-magnitude { background: var(--jp-layout-color2, #f3f6f9); border-radius: 4px; }
-.dg-preview-tile img, .dg-preview-original img { object-fit: contain; background: #222; }
-.dg-tile-inspect button, button.dg-tile-inspect { font-size: 11px; overflow: hidden;
-  text-overflow: ellipsis; white-space: nowrap; }
+.dg-preview-row { gap: 4px; }
+img.dg-preview-tile, img.dg-preview-original { display: block; width: 100% !important;
+  height: auto !important; max-width: none; aspect-ratio: 1 / 1; object-fit: contain;
+  background: #222; margin: 0; }
+.dg-tile-box { position: relative; width: 100%; margin: 0; }
+.dg-tile-box > button.dg-tile-zoom { position: absolute; top: 0; left: 0; width: 100%;
+  height: 100%; margin: 0; padding: 0; background: transparent; border: 0; box-shadow: none;
+  cursor: zoom-in; }
+.dg-tile-box > button.dg-tile-zoom:hover { outline: 2px solid #1976d2; outline-offset: -2px; }
+button.dg-tile-inspect { width: 100%; height: auto; min-height: 24px; margin: 2px 0 0 0;
+  padding: 2px 4px; font-size: 11px; line-height: 1.25; white-space: normal;
+  overflow-wrap: anywhere; text-overflow: clip; overflow: visible; }
+.dg-preview-name { width: 100%; margin: 0; }
+.dg-zoom { border: 1px solid var(--jp-border-color1, #bbb); border-radius: 4px; padding: 4px;
+  margin: 4px 0; }
+.dg-zoom-pair { gap: 8px; }
+img.dg-zoom-large, img.dg-zoom-original { max-width: none; object-fit: contain;
+  background: #222; }
 .dg-picker-item { border-bottom: 1px solid var(--jp-border-color2, #e4e4e4); }
 .dg-picker-item-disabled { opacity: 0.6; }
 .dg-picker-thumb img { background: #222; }
@@ -123,6 +164,8 @@ CSS = """
   max-width: none !important; }
 .dg-picker .widget-tab-contents, .dg-picker .jupyter-widget-tab-contents { overflow: auto; }
 """
+CSS += (f".dg-preview-cell {{ flex: 1 1 0; min-width: {TILE_MIN_PX}px; "
+        f"max-width: {TILE_MAX_PX}px; margin: 0; }}\n")
 
 
 def close_tree(widget: w.Widget) -> None:

@@ -9,10 +9,15 @@ or Albumentations code. The libraries themselves are needed only for the parity 
 
 from __future__ import annotations
 
+import os
+
 from ..catalog import CATALOG, Catalog
 from .convert import Converter, Imported, ImportResult
 from .serialized import SerializedRefused, looks_serialized, parse_serialized
 from .source import SourceRefused, parse_source
+
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+"""Albumentations asks the network for a newer release when imported: never from a kernel."""
 
 ImportRefused = (SourceRefused, SerializedRefused)
 """What :func:`import_pipeline` raises for input it will not read (nothing of it ran)."""

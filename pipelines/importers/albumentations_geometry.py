@@ -7,7 +7,6 @@ without antialiasing, so the imported steps turn DALI's antialiasing off.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .reference import alb
@@ -110,109 +109,6 @@ def _rotate_reverse(s: dict[str, Any]) -> str | None:
     interp = {"nn": 0, "linear": 1}.get(s["params"].get("interp_type", "linear"), 1)
     return (f"A.Rotate(limit=({fmt(lo)}, {fmt(hi)}), interpolation={interp}, border_mode=0, "
             f"fill={fmt(s['params'].get('fill_value', 0))}, p={fmt(s.get('probability', 1))})")
-
-
-def _xy(value: Any, what: str, center: float = 0.0) -> tuple[tuple[float, float],
-                                                             tuple[float, float]]:
-    """Albumentations' per-axis forms: a number, a range or {"x": ..., "y": ...}."""
-    if isinstance(value, dict):
-        x = value.get("x", center)
-        y = value.get("y", center)
-        return _range(x, what, center), _range(y, what, center)
-    r = _range(value, what, center)
-    return r, r
-
-
-def _range(v: Any, what: str, center: float) -> tuple[float, float]:
-    """A range as written; a single number is that value (scale 1.2 means 1.2)."""
-    if isinstance(v, (list, tuple)):
-        return pair(v, what)
-    x = number(v, what)
-    return x, x
-
-
-def _affine_convert(a: Args, c: Context, fixed: bool = False) -> Conversion:
-    _border(a)
-    if a["fit_output"]:
-        raise Refused("fit_output: DALI's warps keep the image size", nearest="fit_output=False")
-    interp = _interp(a["interpolation"])
-    fill = single_fill(a["fill"])
-    pick = (lambda lo, hi: hi if abs(hi) >= abs(lo) else lo) if fixed else drawn
-    conv = Conversion()
-    reasons = []
-    rlo, rhi = symmetric(a["rotate"], "rotate") if not isinstance(a["rotate"], (int, float)) \
-        else (float(a["rotate"]), float(a["rotate"]))
-    if (rlo, rhi) != (0, 0):
-        conv.steps.append(step("rotate", 1.0, angle=pick(rlo, rhi), keep_size=True,
-                               fill_value=fill, interp_type=interp))
-    (sxlo, sxhi), (sylo, syhi) = _xy(a["scale"], "scale", 1.0)
-    warp: dict[str, Any] = {}
-    if (sxlo, sxhi) != (sylo, syhi) and not a.get("keep_ratio"):
-        reasons.append("x and y scale differ; DALI's step scales both alike (x range used)")
-    if (sxlo, sxhi) != (1.0, 1.0):
-        warp["scale"] = pick(sxlo, sxhi)
-    (hxlo, hxhi), (hylo, hyhi) = _xy(a["shear"], "shear")
-    if (hxlo, hxhi) != (0, 0):
-        warp["shear_x"] = pick(*sorted((-math.tan(math.radians(hxhi)),
-                                        -math.tan(math.radians(hxlo)))))
-    if (hylo, hyhi) != (0, 0):
-        warp["shear_y"] = pick(*sorted((-math.tan(math.radians(hyhi)),
-                                        -math.tan(math.radians(hylo)))))
-    if warp:
-        conv.steps.append(step("warp_affine", 1.0, fill_value=fill, interp_type=interp, **warp))
-    if a.get("translate_percent") is not None or a.get("translate_px") is not None:
-        reasons.append("the random translation is not imported (the catalog translates only "
-                       "by auto_aug magnitude bins)")
-        conv.notes.append("translation dropped; nearest: auto_aug.translate_x / translate_y")
-    if len(conv.steps) > 1:
-        reasons.append("rotation and scale/shear are two resampling passes (Albumentations: "
-                       "one)")
-    if len(conv.steps) > 1 and not fixed:
-        reasons.append(f"the two steps fire independently with p={fmt(_p(a))}")
-    for s in conv.steps:
-        s["probability"] = 1.0 if fixed else _p(a)
-    conv.verdict = Verdict("different", reason="; ".join(reasons)) if reasons else (
-        NEAREST_WARP if interp == "nn" else LINEAR_WARP)
-    return conv
-
-
-def _affine_fixed(a: Args, shape: tuple[int, ...]) -> Fixed | None:
-    conv = _affine_convert(a, Context(LIB), fixed=True)
-    if not conv.steps:
-        return None
-    kw: dict[str, Any] = {"interpolation": a["interpolation"], "fill": single_fill(a["fill"])}
-    for s in conv.steps:
-        if s["op"] == "rotate":
-            kw["rotate"] = (s["params"]["angle"],) * 2
-        else:
-            if "scale" in s["params"]:
-                kw["scale"] = (s["params"]["scale"],) * 2
-            shear = [-math.degrees(math.atan(s["params"].get(k, 0.0)))
-                     for k in ("shear_x", "shear_y")]
-            kw["shear"] = {"x": (shear[0],) * 2, "y": (shear[1],) * 2}
-    return Fixed(conv.steps, alb("Affine", **kw), ", ".join(f"{k} {v}" for k, v in kw.items()
-                                                           if k in ("rotate", "scale")))
-
-
-def _perspective_convert(a: Args, c: Context) -> Conversion:
-    _border(a)
-    scale = a["scale"]
-    lo, hi = pair(scale, "scale") if isinstance(scale, list) else (0.0, number(scale, "scale"))
-    return Conversion([step("experimental.warp_perspective", _p(a), tilt_x=drawn(-2 * hi, 2 * hi),
-                            tilt_y=drawn(-2 * hi, 2 * hi), fill_value=single_fill(a["fill"]),
-                            interp_type=_interp(a["interpolation"]))])
-
-
-def _ssr_convert(a: Args, c: Context) -> Conversion:
-    shift = [a["shift_limit"], a.get("shift_limit_x"), a.get("shift_limit_y")]
-    lo, hi = symmetric(a["scale_limit"], "scale_limit")
-    args = {"rotate": list(symmetric(a["rotate_limit"], "rotate_limit")),
-            "scale": [1 + lo, 1 + hi], "shear": 0.0, "interpolation": a["interpolation"],
-            "fill": a["fill"], "border_mode": a["border_mode"], "fit_output": False,
-            "p": a["p"], "translate_percent": None, "translate_px": None}
-    if any(s not in (None, 0, 0.0, [0, 0], [0.0, 0.0]) for s in shift):
-        args["translate_percent"] = shift[0]
-    return _affine_convert(args, c)
 
 
 def _crop_convert(a: Args, c: Context, centre: bool) -> Conversion:
@@ -334,10 +230,6 @@ _CROP = ("height", "width", "pad_if_needed", "pad_position", "border_mode", "fil
          "p")
 _CROP_DEFAULTS = {"height": REQUIRED, "width": REQUIRED, "pad_if_needed": False,
                   "pad_position": "center", "border_mode": 0, "fill": 0.0, "fill_mask": 0.0}
-_AFFINE = ("scale", "translate_percent", "translate_px", "rotate", "shear", "interpolation",
-           "mask_interpolation", "fit_output", "keep_ratio", "rotate_method", "balanced_scale",
-           "border_mode", "fill", "fill_mask", "p")
-
 RULES = [
     _flip(True),
     _flip(False),
@@ -356,32 +248,6 @@ RULES = [
           **_GEOMETRY_DEFAULTS},
          "rotate (angle uniform in limit, counter-clockwise in both; fill), probability p",
          LINEAR_WARP, convert=_rotate_convert, fixed=_rotate_fixed, reverse=_rotate_reverse),
-    Rule(LIB, "Affine", _AFFINE,
-         {"scale": (1.0, 1.0), "translate_percent": None, "translate_px": None, "rotate": 0.0,
-          "shear": (0.0, 0.0), "fit_output": False, "keep_ratio": False,
-          "rotate_method": "largest_box", "balanced_scale": False, "p": 0.5,
-          **_GEOMETRY_DEFAULTS},
-         "rotate + warp_affine (scale; shear degrees -> factor -tan); translation is not "
-         "imported", LINEAR_WARP, convert=_affine_convert, fixed=_affine_fixed),
-    Rule(LIB, "ShiftScaleRotate", ("shift_limit", "scale_limit", "rotate_limit",
-                                   "interpolation", "border_mode", "shift_limit_x",
-                                   "shift_limit_y", "rotate_method", "mask_interpolation",
-                                   "fill", "fill_mask", "p"),
-         {"shift_limit": (-0.0625, 0.0625), "scale_limit": (-0.1, 0.1),
-          "rotate_limit": (-45, 45), "shift_limit_x": None, "shift_limit_y": None,
-          "rotate_method": "largest_box", "p": 0.5, **_GEOMETRY_DEFAULTS},
-         "as Affine: rotate (rotate_limit) + warp_affine (scale 1 + scale_limit); the shift "
-         "is not imported",
-         Verdict("different", reason="the shift is not imported; rotation and scale are two "
-                 "resampling passes"), convert=_ssr_convert),
-    Rule(LIB, "Perspective", ("scale", "keep_size", "fit_output", "interpolation",
-                              "mask_interpolation", "border_mode", "fill", "fill_mask", "p"),
-         {"scale": (0.05, 0.1), "keep_size": True, "fit_output": False, "p": 0.5,
-          **_GEOMETRY_DEFAULTS},
-         "experimental.warp_perspective (tilt_x/y uniform [-2 s, 2 s]), probability p",
-         Verdict("different", reason="DALI's step tilts about the centre (2 parameters); "
-                 "Albumentations moves each corner at random (8)"),
-         convert=_perspective_convert),
     Rule(LIB, "CenterCrop", _CROP, {**_CROP_DEFAULTS, "p": 1.0},
          "crop at (0.5, 0.5), or the output tail's crop when it ends the pipeline",
          Verdict("different", reason="an odd margin shifts the window by 1 pixel: DALI rounds "

@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from . import albumentations_filters, albumentations_geometry, albumentations_pixels
+from . import (
+    albumentations_filters,
+    albumentations_geometry,
+    albumentations_pixels,
+    albumentations_warps,
+)
 from .albumentations_geometry import _GEOMETRY_DEFAULTS
 from .reference import alb
 from .rules import (
@@ -63,8 +68,8 @@ def _container(name: str, params: tuple[str, ...], defaults: dict[str, Any], wha
     return container(LIB, name, params, defaults, what)
 
 
-RULES = (albumentations_geometry.RULES + albumentations_pixels.RULES
-         + albumentations_filters.RULES) + [
+RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
+         + albumentations_pixels.RULES + albumentations_filters.RULES) + [
     Rule(LIB, "Normalize", ("mean", "std", "max_pixel_value", "normalization", "p"),
          {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "max_pixel_value": 255.0,
           "normalization": "standard", "p": 1.0},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import torchvision_geometry, torchvision_pixels
+from . import torchvision_geometry, torchvision_pixels, torchvision_warps
 from .bins import BINS
 from .reference import tv, tv_seeded
 from .rules import (
@@ -100,7 +100,8 @@ def _to_dtype_convert(a: Args, c: Context) -> Conversion:
 
 
 _FLOAT = "float32 CHW scaled to [0, 1] (mean 0, std 1)"
-RULES = torchvision_geometry.RULES + torchvision_pixels.RULES + [
+RULES = (torchvision_geometry.RULES + torchvision_warps.RULES
+         + torchvision_pixels.RULES) + [
     Rule(LIB, "RandAugment", ("num_ops", "magnitude", "num_magnitude_bins", "interpolation",
                               "fill"),
          {"num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, "interpolation": "nearest",

@@ -36,6 +36,15 @@ _DOCS = {
     "auto_contrast": "Stretch each channel to the full range.",
 }
 
+_ALIASES = {
+    "shear_x": ("ShearX",), "shear_y": ("ShearY",), "translate_x": ("TranslateX",),
+    "translate_y": ("TranslateY",), "sharpness": ("RandomAdjustSharpness",),
+    "posterize": ("RandomPosterize", "Posterize"), "solarize": ("RandomSolarize", "Solarize"),
+    "invert": ("RandomInvert", "InvertImg"), "equalize": ("RandomEqualize",),
+    "auto_contrast": ("RandomAutocontrast", "AutoContrast"),
+}
+"""torchvision / albumentations names of the single augmentations (the picker searches them)."""
+
 _MAG_RANGE = {"posterize": (8, 4)}
 """Magnitude ranges that replace DALI's default (as ``augmentation(mag_range=...)``)."""
 
@@ -46,7 +55,7 @@ _SHAPE = {"translate_x": ", shape={x}.shape()", "translate_y": ", shape={x}.shap
 def _single(name: str) -> OpSpec:
     if name in _PLAIN:
         return OpSpec(f"auto_aug.{name}", "auto-augment", _DOCS[name],
-                      f"augmentations.{name}({{x}})")
+                      f"augmentations.{name}({{x}})", aliases=_ALIASES.get(name, ()))
     signed = name in _SIGNED
     sign = "{random_sign}, {seed}" if signed else "False, 0"
     params = (magnitude_bin(), _NEGATE) if signed else (magnitude_bin(),)
@@ -61,6 +70,7 @@ def _single(name: str) -> OpSpec:
         f"num_magnitude_bins=31{_SHAPE.get(name, '')})",
         params,
         magnitude="magnitude_bin",
+        aliases=_ALIASES.get(name, ()),
     )
 
 
@@ -81,6 +91,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         magnitude="m",
         policy=True,
         conditionals=True,
+        aliases=("RandAugment",),
     ),
     OpSpec(
         "trivial_augment",
@@ -92,6 +103,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
                slider=(2, 64), step=1),),
         policy=True,
         conditionals=True,
+        aliases=("TrivialAugmentWide", "TrivialAugment"),
     ),
     OpSpec(
         "auto_augment",
@@ -101,5 +113,6 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
         conditionals=True,
+        aliases=("AutoAugment",),
     ),
 ]

@@ -19,6 +19,7 @@ OPS = [
         magnitude="brightness",
         schema="Brightness",
         signed=True,
+        aliases=("adjust_brightness", "RandomBrightness"),
     ),
     OpSpec(
         "contrast",
@@ -29,6 +30,7 @@ OPS = [
         magnitude="contrast",
         schema="Contrast",
         signed=True,
+        aliases=("adjust_contrast", "RandomContrast"),
     ),
     OpSpec(
         "brightness_contrast",
@@ -41,6 +43,7 @@ OPS = [
         magnitude="brightness",
         schema="BrightnessContrast",
         signed=True,
+        aliases=("RandomBrightnessContrast",),
     ),
     OpSpec(
         "hue",
@@ -51,6 +54,7 @@ OPS = [
         magnitude="hue",
         schema="Hue",
         signed=True,
+        aliases=("adjust_hue", "RandomHue"),
     ),
     OpSpec(
         "saturation",
@@ -61,6 +65,7 @@ OPS = [
         magnitude="saturation",
         schema="Saturation",
         signed=True,
+        aliases=("Grayscale", "RandomGrayscale", "ToGray", "desaturate", "adjust_saturation"),
     ),
     OpSpec(
         "hsv",
@@ -72,6 +77,7 @@ OPS = [
         magnitude="hue",
         schema="Hsv",
         signed=True,
+        aliases=("HueSaturationValue",),
     ),
     OpSpec(
         "color_twist",
@@ -84,6 +90,7 @@ OPS = [
         magnitude="saturation",
         schema="ColorTwist",
         signed=True,
+        aliases=("ColorJitter",),
     ),
     OpSpec(
         "color_space_conversion",
@@ -93,6 +100,7 @@ OPS = [
         (Param("output_type", "enum", "BGR", "Target colour space", choices=("BGR", "YCbCr"),
                codes={"BGR": "types.BGR", "YCbCr": "types.YCbCr"}, dali_arg="output_type"),),
         schema="ColorSpaceConversion",
+        aliases=("channel swap", "BGR", "YCbCr"),
     ),
     OpSpec(
         "equalize",
@@ -100,6 +108,7 @@ OPS = [
         "Histogram equalisation per channel.",
         "fn.equalize({x})",
         schema="Equalize",
+        aliases=("RandomEqualize", "Equalize", "histogram equalization"),
     ),
     OpSpec(
         "clahe",
@@ -120,5 +129,6 @@ OPS = [
         magnitude="clip_limit",
         schema="Clahe",
         checkpoints=False,  # DALI: "Checkpointing is not implemented for this operator"
+        aliases=("CLAHE",),
     ),
 ]

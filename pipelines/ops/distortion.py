@@ -32,6 +32,7 @@ OPS = [
         ),
         magnitude="ampl_x",
         schema="Water",
+        aliases=("ripple", "wave"),
     ),
     OpSpec(
         "sphere",
@@ -40,6 +41,7 @@ OPS = [
         "fn.sphere({x}, fill_value={fill_value}, interp_type={interp_type})",
         (fill(), interp("nn")),
         schema="Sphere",
+        aliases=("fisheye", "fish-eye", "OpticalDistortion", "barrel distortion"),
     ),
     OpSpec(
         "jitter",
@@ -56,5 +58,6 @@ OPS = [
         gpu_reason="DALI 2.4 implements it only on the GPU",
         magnitude="nDegree",
         schema="Jitter",
+        aliases=("pixel jitter", "displacement"),
     ),
 ]

@@ -27,6 +27,7 @@ OPS = [
                dali_arg="sigma", random_default=(0.1, 2.0)),),
         magnitude="sigma",
         schema="GaussianBlur",
+        aliases=("GaussianBlur", "blur", "smooth"),
     ),
     OpSpec(
         "laplacian",
@@ -44,6 +45,7 @@ OPS = [
         ),
         magnitude="scale",
         schema="Laplacian",
+        aliases=("edge detection", "edges"),
     ),
     OpSpec(
         "filter",
@@ -59,6 +61,7 @@ OPS = [
                   dali_arg="border"),
         ),
         schema="Filter",
+        aliases=("Sharpen", "Emboss", "MotionBlur", "Blur", "box blur", "outline"),
     ),
     OpSpec(
         "experimental.median_blur",
@@ -71,6 +74,7 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="window_size",
         schema="experimental__MedianBlur",
+        aliases=("MedianBlur",),
     ),
     OpSpec(
         "experimental.dilate",
@@ -87,6 +91,7 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",
         schema="experimental__Dilate",
+        aliases=("Dilation", "morphology", "max filter"),
     ),
     OpSpec(
         "experimental.erode",
@@ -103,5 +108,6 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",
         schema="experimental__Erode",
+        aliases=("Erosion", "morphology", "min filter"),
     ),
 ]

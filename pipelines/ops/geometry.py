@@ -28,6 +28,7 @@ OPS = [
         schema="Rotate",
         canvas=Rotated("angle", "keep_size"),
         signed=True,
+        aliases=("RandomRotation", "Rotate", "SafeRotate"),
     ),
     OpSpec(
         "warp_affine",
@@ -49,6 +50,7 @@ OPS = [
         magnitude="shear_x",
         schema="WarpAffine",
         signed=True,
+        aliases=("RandomAffine", "Affine", "ShiftScaleRotate", "scale", "shear"),
     ),
     OpSpec(
         "experimental.warp_perspective",
@@ -68,6 +70,7 @@ OPS = [
         magnitude="tilt_x",
         schema="experimental__WarpPerspective",
         signed=True,
+        aliases=("RandomPerspective", "Perspective", "tilt"),
     ),
     OpSpec(
         "flip",
@@ -81,6 +84,8 @@ OPS = [
                   dali_arg="vertical", dali_int=True),
         ),
         schema="Flip",
+        aliases=("RandomHorizontalFlip", "RandomVerticalFlip", "HorizontalFlip",
+                 "VerticalFlip", "mirror"),
     ),
     OpSpec(
         "resize",
@@ -98,6 +103,7 @@ OPS = [
         magnitude="resize_shorter",
         schema="Resize",
         canvas=Shorter("resize_shorter"),
+        aliases=("Resize", "SmallestMaxSize", "rescale"),
     ),
     OpSpec(
         "crop",
@@ -121,6 +127,7 @@ OPS = [
         magnitude="crop_pos_x",
         schema="Crop",
         canvas=Fixed("crop_h", "crop_w"),
+        aliases=("CenterCrop", "RandomCrop", "Crop", "PadIfNeeded"),
     ),
     OpSpec(
         "random_resized_crop",
@@ -151,6 +158,7 @@ OPS = [
             Constraint(("aspect_min", "aspect_max"), lambda v: v["aspect_min"] <= v["aspect_max"],
                        "aspect_min must not exceed aspect_max"),
         ),
+        aliases=("RandomResizedCrop", "RandomSizedCrop", "Inception crop"),
     ),
     OpSpec(
         "paste",
@@ -172,5 +180,6 @@ OPS = [
         magnitude="ratio",
         schema="Paste",
         canvas=Grow("ratio"),
+        aliases=("RandomZoomOut", "zoom out"),
     ),
 ]

@@ -25,6 +25,7 @@ OPS = [
         ),
         magnitude="box_w",
         schema="Erase",
+        aliases=("RandomErasing", "CoarseDropout", "Cutout", "Erasing"),
     ),
     OpSpec(
         "grid_mask",
@@ -50,5 +51,6 @@ OPS = [
         ),
         magnitude="ratio",
         schema="GridMask",
+        aliases=("GridDropout", "GridMask"),
     ),
 ]

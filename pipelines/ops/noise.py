@@ -16,6 +16,7 @@ OPS = [
                dali_arg="stddev", random_default=(5, 25)),),
         magnitude="stddev",
         schema="noise__Gaussian",
+        aliases=("GaussNoise", "GaussianNoise", "ISONoise"),
     ),
     OpSpec(
         "noise.salt_and_pepper",
@@ -32,6 +33,7 @@ OPS = [
         ),
         magnitude="prob",
         schema="noise__SaltAndPepper",
+        aliases=("SaltAndPepper", "impulse noise"),
     ),
     OpSpec(
         "noise.shot",
@@ -45,6 +47,7 @@ OPS = [
                random_default=(5, 40)),),
         magnitude="factor",
         schema="noise__Shot",
+        aliases=("ShotNoise", "Poisson noise"),
     ),
     OpSpec(
         "jpeg_compression_distortion",
@@ -55,5 +58,6 @@ OPS = [
                runtime=True, dali_arg="quality", random_default=(10, 60)),),
         magnitude="quality",
         schema="JpegCompressionDistortion",
+        aliases=("JPEG", "ImageCompression", "JpegCompression"),
     ),
 ]

@@ -21,9 +21,10 @@ import pytest
 from dali_gallery.pipelines import custom_budget
 from dali_gallery.pipelines.catalog import CATALOG, Catalog, unregister
 from dali_gallery.pipelines.codegen import preview_module
-from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.custom import MODULE_NAMES, custom_op
 from dali_gallery.pipelines.custom_budget import CUSTOM_SECONDS, CustomTimeError
-from dali_gallery.pipelines.custom_code import RESERVED_MODULES, RESERVED_NAMES
+from dali_gallery.pipelines.custom_code import RESERVED_NAMES
+from dali_gallery.pipelines.custom_probe import _checked
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.export import export_code
 from dali_gallery.pipelines.params import Param
@@ -263,8 +264,8 @@ def _shift_by_two():
 def test_two_different_functions_of_one_name_are_refused(catalog):
     """Before, a module holding both operators silently ran the first one's source for both."""
     custom_op("custom.test_shift_a", "A.", params=LEVEL, catalog=catalog)(_shift_by_one())
-    with pytest.raises(ValueError, match=r"custom\.test_shift_b: shift needs 'shift' to be its "
-                                         r"function shift, but custom\.test_shift_a needs"):
+    with pytest.raises(ValueError, match=r"custom\.test_shift_b: its function shift is not the "
+                                         r"function custom\.test_shift_a runs by that name"):
         custom_op("custom.test_shift_b", "B.", params=LEVEL, catalog=catalog)(_shift_by_two())
 
 
@@ -286,6 +287,26 @@ def test_names_the_generated_module_uses_are_refused(catalog):
         custom_op("custom.test_types", "Reads types.", params=LEVEL,
                   catalog=catalog)(reads_types)
 
+    def reads_a_policy_module_name(image, level):
+        return image if augmentations else image
+
+    import math as augmentations  # a name the exported module binds to DALI's own module
+
+    with pytest.raises(ValueError, match=r"reads 'augmentations', a name the generated"):
+        custom_op("custom.test_policy_name", "Reads a policy module name.", params=LEVEL,
+                  catalog=catalog)(reads_a_policy_module_name)
+
+    from nvidia.dali import fn
+
+    def reads_dali_fn(image, level):
+        return image if fn.python_function else image
+
+    custom_op("custom.test_fn", "Reads DALI's fn.", params=LEVEL, catalog=catalog)(reads_dali_fn)
+    code = catalog["custom.test_fn"].custom_code
+    assert code is not None and code.imports == (("nvidia.dali.fn", "fn"),)
+    preset = load(preset_dict([{"op": "custom.test_fn", "params": {}}]), catalog)
+    assert "import nvidia" not in export_code(preset, catalog)  # the header's own import serves
+
 
 def test_reserved_names_cover_every_top_level_name_of_the_generated_modules():
     """A custom function or global by any other name cannot replace the module's own."""
@@ -297,7 +318,7 @@ def test_reserved_names_cover_every_top_level_name_of_the_generated_modules():
               if CATALOG[n].custom}
     for source in (export_code(preset), preview_module(preset, tail=True)[0]):
         names = _top_level_names(ast.parse(source)) - custom
-        assert names <= RESERVED_NAMES | set(RESERVED_MODULES), names - RESERVED_NAMES
+        assert names <= RESERVED_NAMES | set(MODULE_NAMES), names - RESERVED_NAMES
 
 
 # ---- results that are not images -----------------------------------------------------------------
@@ -362,6 +383,28 @@ def test_a_result_that_goes_wrong_on_some_inputs_fails_at_its_step(engine, tmp_p
         assert len(engine.render(preset).images) == len(engine.images)
     finally:
         unregister(CATALOG, "custom.test_sometimes")
+
+
+class _DeviceImage(np.ndarray):
+    """Stands for a CuPy array: what marks one is ``__cuda_array_interface__``."""
+
+    __cuda_array_interface__: dict = {}
+
+
+def test_on_the_gpu_a_failure_is_raised_when_dali_reads_the_result():
+    """DALI 2.4 crashes the process when a GPU function raises inside its CuPy stream (see
+    tests/gpu/test_gpu_custom.py); the wrapper hands the error over for DALI to raise when it
+    converts the result, outside the stream."""
+    image = np.zeros((4, 6, 3), np.uint8).view(_DeviceImage)
+    failed = _checked(_grey, "custom.test_grey")(image, np.float32(0.5))
+    with pytest.raises(ValueError, match=r"custom\.test_grey: _grey returned uint8 \(4, 6\)"):
+        failed.__dlpack__()
+    failed = _checked(_fails_on_small_tiles, "custom.test_small")(image, np.float32(0.5))
+    with pytest.raises(ValueError, match="needs at least 32 rows"):
+        failed.__dlpack__()
+    with pytest.raises(ValueError, match="needs at least 32 rows"):  # on the CPU: at once
+        _checked(_fails_on_small_tiles, "custom.test_small")(np.zeros((4, 6, 3), np.uint8), 0.5)
+    assert _checked(augment, "custom.test_same")(image, 0.5) is image  # a good result passes
 
 
 def _fails_on_small_tiles(image, level):

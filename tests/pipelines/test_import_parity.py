@@ -181,3 +181,13 @@ print(report.pipeline.dali_cpu_ms is not None, report.notes)
     assert lines[0] == "7 pip install albumentations"
     assert lines[1] == "['albumentations is not installed']"
     assert lines[2].startswith("True") and "original library not timed" in lines[2]
+
+
+def test_importing_never_lets_albumentations_call_the_network():
+    """Albumentations looks for a newer release on import (an outbound request from a served
+    kernel) unless NO_ALBUMENTATIONS_UPDATE is set; the importers set it."""
+    import os
+
+    import dali_gallery.pipelines.importers  # noqa: F401
+
+    assert os.environ.get("NO_ALBUMENTATIONS_UPDATE") == "1"
