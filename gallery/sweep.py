@@ -233,8 +233,8 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
 
 
 def gallery_ops(catalog: Catalog = CATALOG, category: str = "", search: str = "") -> list[str]:
-    """Operators shown for a category ("" = all) and a search text (name or description)."""
-    text = search.lower().strip()
+    """Operators shown for a category ("" = all) and a search text (name, description or a
+    declared alias: the picker's search, :meth:`Catalog.search`), in catalog order."""
+    found = {s.name for s in catalog.search(search)} if search.strip() else set(catalog)
     return [name for name, spec in catalog.items()
-            if (not category or spec.category == category)
-            and (not text or text in name.lower() or text in spec.doc.lower())]
+            if (not category or spec.category == category) and name in found]

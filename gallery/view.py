@@ -30,6 +30,7 @@ from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
+from dali_gallery.pipelines.op_search import no_match
 from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
@@ -322,7 +323,8 @@ class GalleryView:
             original = row.originals[image]
             tile = original if column == 0 else row.result.tiles[column - 1][image]
             self._zoom_closed()
-            self.zoom.show(tile, original, px=max(ZOOM_PX, 2 * row.strips.px + 16),
+            side = f"{max(ZOOM_PX, 2 * row.strips.px + 16)}px"
+            self.zoom.show(tile, original, side=side,
                            title=f"{op} \u00b7 {row.column_label(column)} \u00b7 "
                                  f"{row.names[image]}", key=(op, str(image), str(column)))
             row.show_zoom(self.zoom.widget)
@@ -342,6 +344,10 @@ class GalleryView:
             self.progress.bar_style = "success"
             failed = [op for op in job.ops if op in self.results and self.results[op].error]
             first, total = self.stats.get("first_row_s"), self.stats.get("total_s", 0.0)
+            unmatched = not self._visible and self.search.value.strip()
+        if unmatched:  # not "0 operators in 0.0 s": say why nothing shows, and what may match
+            self._say(no_match(self.catalog.values(), self.search.value), error=True)
+            return
         msg = (f"{len(job.ops)} operators in {total:.1f} s"
                + (f" (first in {first:.2f} s)" if first is not None else "")
                + f" on {describe(self.engine.device)}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .canvas import Canvas, Size, Span
 from .catalog import CATALOG, Catalog
@@ -59,23 +60,48 @@ def _sizes(canvas: Canvas, step: Step, hw: Size) -> set[Size]:
     return out
 
 
+def _step_sizes(step: Any, hw: Size, catalog: Catalog) -> set[Size]:
+    """:func:`_sizes` of an operator step, or of a group of them (a step with ``children``:
+    its picks, one after another; a union of what any child may do, so never too few)."""
+    children = getattr(step, "children", None)
+    if children is None:
+        return _sizes(catalog[step.op].canvas, step, hw)
+    active = [c for c in children if c.enabled]
+    every = getattr(step, "pick", 1) >= len(active)
+    out = {hw}
+    for k, child in enumerate(active):
+        if every:  # all children in list order
+            out = {s for size in out for s in _sizes(catalog[child.op].canvas, child, size)}
+        elif k < getattr(step, "pick", 1):  # ``pick`` of them, any of them each time
+            out = {s for size in out for c in active
+                   for s in _sizes(catalog[c.op].canvas, c, size)}
+    if step.probability < 1:
+        out.add(hw)
+    return out
+
+
+def _keeps_size(step: Any, catalog: Catalog) -> bool:
+    children = getattr(step, "children", None)
+    steps = [c for c in children if c.enabled] if children is not None else [step]
+    return all(not catalog[s.op].canvas.params for s in steps)
+
+
 def batch_shape(preset: Preset, catalog: Catalog = CATALOG) -> BatchShape:
     """The size every sample of a batch has after the chain and the tail, if there is one."""
     size: Size | None = None
     reason = "each image keeps its own size"
     for i, step in preset.active_steps():
-        canvas = catalog[step.op].canvas
-        if not canvas.params:
+        if _keeps_size(step, catalog):
             continue
         where = f"step {i} ({step.op})"
         if size is not None:
-            outs = _sizes(canvas, step, size)
+            outs = _step_sizes(step, size, catalog)
             if len(outs) == 1:
                 size = outs.pop()
             else:
                 size, reason = None, _why(where, step)
             continue
-        first, second = (_sizes(canvas, step, hw) for hw in PROBES)
+        first, second = (_step_sizes(step, hw, catalog) for hw in PROBES)
         if len(first) == 1 and first == second:
             size, reason = first.pop(), f"{where} sets it"
         elif len(first) > 1 or len(second) > 1:

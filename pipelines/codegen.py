@@ -9,6 +9,8 @@ One generator serves both the preview and the export, so they cannot drift apart
 
 Every random node has an explicit seed derived from the chain seed and the step's position
 (``_op_seed``), so adding, removing or re-weighting one step never changes another step's draws.
+A group (``one_of``) draws which children run from its own slots and each child draws from
+slots of its own (:func:`child_slot`), so a group changes no other step's draws either.
 """
 
 from __future__ import annotations
@@ -29,12 +31,18 @@ from .module_parts import (
     used_helpers,
 )
 from .params import Param
-from .preset import Choice, Preset, Step, Uniform
+from .preset import MAX_CHILDREN, Choice, Group, Preset, Step, Uniform
 
 Mode = Literal["export", "preview"]
 
 SLOTS_PER_STEP = 100
 OP_SLOT = 99
+CHILD_SLOTS = 100_000
+"""Seed slots of groups' children start here: above every step's (64 x 100), below the tail's
+(:data:`pipelines.module_parts.TAIL_SLOT`)."""
+PICK_SLOT = 1
+KEY_SLOTS = 2
+"""A group's slots: 0 its coin, 1 its draw of one child, 2 + j the key of child j."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,11 @@ class Feed:
 
     name: str
     step: int
-    param: str  # parameter name, or "probability"
+    param: str  # parameter name, "probability", "weights" or "exponent"
     dtype: str  # "FLOAT" or "INT32"
-    kind: Literal["value", "range", "probability"]
+    kind: Literal["value", "range", "probability", "weights", "exponent"]
+    child: int | None = None
+    """The child of group ``step`` whose value this is (None: the step's, or the group's)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,8 @@ class Record:
     """A pipeline output that says what happened to each sample (fired flag or drawn value)."""
 
     step: int
-    param: str  # parameter name, or "fired"
+    param: str  # parameter name, or "fired" (for a group's child: it ran on the sample)
+    child: int | None = None
 
 
 @dataclass
@@ -87,8 +98,31 @@ def seed_slot(step: int, k: int) -> int:
     return step * SLOTS_PER_STEP + k
 
 
-def feed_name(step: int, param: str, kind: str = "value") -> str:
-    return f"s{step}_{param}" + ("_range" if kind == "range" else "")
+def child_slot(step: int, child: int, k: int) -> int:
+    """Seed slot of the k-th random node of child ``child`` of the group at ``step``."""
+    return CHILD_SLOTS + (step * MAX_CHILDREN + child) * SLOTS_PER_STEP + k
+
+
+def feed_name(step: int, param: str, kind: str = "value", child: int | None = None) -> str:
+    where = f"s{step}" if child is None else f"s{step}c{child}"
+    return f"{where}_{param}" + ("_range" if kind == "range" else "")
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where a block of generated code belongs: step ``step`` or child ``child`` of it."""
+
+    step: int
+    child: int | None = None
+
+    @property
+    def tag(self) -> str:
+        """The suffix of the block's variables."""
+        return f"{self.step}" if self.child is None else f"{self.step}_{self.child}"
+
+    def slot(self, k: int) -> int:
+        return seed_slot(self.step, k) if self.child is None else \
+            child_slot(self.step, self.child, k)
 
 
 def literal(p: Param, value: Any) -> str:
@@ -126,12 +160,15 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chai
     body: list[str] = []
     chain = Chain(body)
     for i, step in preset.active_steps():
-        spec = catalog[step.op]
         start = len(body)
-        body.extend(_step_lines(i, step, spec, mode, chain))
+        if isinstance(step, Group):
+            body.extend(_group_lines(i, step, mode, chain, catalog))
+        else:
+            spec = catalog[step.op]
+            body.extend(_step_lines(_At(i), step, spec, mode, chain))
+            chain.conditionals |= spec.conditionals or step.probability < 1
+            chain.checkpoints &= spec.checkpoints
         chain.step_lines[i] = (start, len(body))
-        chain.conditionals |= spec.conditionals or step.probability < 1
-        chain.checkpoints &= spec.checkpoints
     if mode == "preview":
         recs = ", ".join(_record_var(r) for r in chain.records)
         body.append(f"return images, [{recs}]")
@@ -146,62 +183,140 @@ def _comment(text: str) -> str:
 
 
 def _record_var(r: Record) -> str:
-    return f"fired_{r.step}" if r.param == "fired" else f"{r.param}_{r.step}"
+    tag = f"{r.step}" if r.child is None else f"{r.step}_{r.child}"
+    if r.param == "fired":
+        return f"fired_{tag}" if r.child is None else f"ran_{tag}"
+    return f"{r.param}_{tag}"
 
 
-def _step_lines(i: int, step: Step, spec: OpSpec, mode: Mode, chain: Chain) -> list[str]:
+def _p_note(probability: float, mode: Mode) -> str:
     # the preview's source is its structure key: a fed probability must not appear in it
-    p_note = "" if step.probability >= 1 else (
-        f", p={step.probability:g}" if mode == "export" else ", random")
-    lines = [_comment(f"# step {i}: {spec.name}{p_note}: {spec.doc}")]
+    return "" if probability >= 1 else (
+        f", p={probability:g}" if mode == "export" else ", random")
+
+
+def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
+                when: list[str] | None = None) -> list[str]:
+    """A step's block, or a group's child's (``when``: the group's conditions for it)."""
+    head = f"step {at.step}" if at.child is None else f"step {at.step}, child {at.child}"
+    lines = [_comment(f"# {head}: {spec.name}{_p_note(step.probability, mode)}: {spec.doc}")]
     args: dict[str, str] = {}
     for k, p in enumerate(spec.params, start=1):
         value = step.params[p.name]
-        var = f"{p.name}_{i}"
+        var = f"{p.name}_{at.tag}"
         if isinstance(value, Uniform):
             if mode == "preview":
-                name = feed_name(i, p.name, "range")
-                chain.feeds.append(Feed(name, i, p.name, "FLOAT", "range"))
+                name = feed_name(at.step, p.name, "range", at.child)
+                chain.feeds.append(Feed(name, at.step, p.name, "FLOAT", "range", at.child))
                 rng = f'P("{name}", types.FLOAT)'
             else:
                 rng = f"[{_num(p, value.lo)}, {_num(p, value.hi)}]"
             dt = ", dtype=types.INT32" if p.kind == "int" else ""
-            seed = f"seed=_op_seed(seed, {seed_slot(i, k)})"
+            seed = f"seed=_op_seed(seed, {at.slot(k)})"
             lines.append(f"{var} = fn.random.uniform(range={rng}{dt}, {seed})")
-            chain.records.append(Record(i, p.name))
+            chain.records.append(Record(at.step, p.name, at.child))
             args[p.name] = var
         elif isinstance(value, Choice):
             vals = ", ".join(_num(p, v) for v in value.values)
             lines.append(
                 f"{var} = fn.random.uniform(values=[{vals}], dtype={_dtype(p)}, "
-                f"seed=_op_seed(seed, {seed_slot(i, k)}))"
+                f"seed=_op_seed(seed, {at.slot(k)}))"
             )
-            chain.records.append(Record(i, p.name))
+            chain.records.append(Record(at.step, p.name, at.child))
             args[p.name] = var
         elif mode == "preview" and p.runtime:
-            name = feed_name(i, p.name)
-            chain.feeds.append(Feed(name, i, p.name, p.dtype, "value"))
+            name = feed_name(at.step, p.name, child=at.child)
+            chain.feeds.append(Feed(name, at.step, p.name, p.dtype, "value", at.child))
             args[p.name] = f'P("{name}", {_dtype(p)})'
         else:
             args[p.name] = literal(p, value)
-    call = spec.call_source({"x": "images", "seed": f"_op_seed(seed, {seed_slot(i, OP_SLOT)})",
+    call = spec.call_source({"x": "images", "seed": f"_op_seed(seed, {at.slot(OP_SLOT)})",
                              **args})
-    if step.probability >= 1:
+    conditions = list(when or [])
+    if step.probability < 1:
+        lines.append(_coin(at, step.probability, mode, chain))
+        conditions.append(f"fired_{at.tag}")
+        if at.child is None:
+            chain.records.insert(len(chain.records) - _n_random(step), Record(at.step, "fired"))
+    if not conditions:
         lines.append(f"images = {call}")
         return lines
+    if at.child is not None:  # whether the child ran: the group's conditions and its own coin
+        lines.append(f"ran_{at.tag} = {' & '.join(conditions)}")
+        chain.records.append(Record(at.step, "fired", at.child))
+        conditions = [f"ran_{at.tag}"]
+    chain.conditionals = True
+    lines.append(f"if {conditions[0]}:")
+    lines.append(f"    images = {call}")
+    return lines
+
+
+def _coin(at: _At, probability: float, mode: Mode, chain: Chain) -> str:
+    """``fired_<tag> = <coin flip>`` for a step, a group or a child that fires with a
+    probability (fed in the preview, a literal in the export)."""
     if mode == "preview":
-        name = feed_name(i, "probability")
-        chain.feeds.append(Feed(name, i, "probability", "FLOAT", "probability"))
+        name = feed_name(at.step, "probability", child=at.child)
+        chain.feeds.append(Feed(name, at.step, "probability", "FLOAT", "probability", at.child))
         prob = f'P("{name}", types.FLOAT)'
     else:
-        prob = repr(float(step.probability))
-    lines.append(
-        f"fired_{i} = fn.random.coin_flip(probability={prob}, dtype=types.BOOL, "
-        f"seed=_op_seed(seed, {seed_slot(i, 0)}))"
-    )
-    chain.records.insert(len(chain.records) - _n_random(step), Record(i, "fired"))
-    lines.append(f"if fired_{i}:")
-    lines.append(f"    images = {call}")
+        prob = repr(float(probability))
+    return (f"fired_{at.tag} = fn.random.coin_flip(probability={prob}, dtype=types.BOOL, "
+            f"seed=_op_seed(seed, {at.slot(0)}))")
+
+
+def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalog) -> list[str]:
+    """A group: its coin, the draw of which children run, then each enabled child's block,
+    in list order, under ``if ran_<i>_<j>:`` (draws of every child are made for every sample,
+    so the records say what each child drew, and a child's draws never depend on the pick)."""
+    active = group.active_children()
+    weighted = group.weights is not None
+    what = "every child" if group.picks_all() else f"pick {group.pick} of {len(active)}"
+    w_note = ""
+    if weighted and not group.picks_all():
+        w_note = (", weights " + ":".join(f"{group.weights[j]:g}" for j, _ in active)
+                  if mode == "export" else ", weighted")
+    lines = [_comment(f"# step {i}: {group.op} ({what}{w_note}){_p_note(group.probability, mode)}"
+                      ": the children below, in order")]
+    when: dict[int, list[str]] = {j: [] for j, _ in active}
+    if group.probability < 1:
+        lines.append(_coin(_At(i), group.probability, mode, chain))
+        chain.records.append(Record(i, "fired"))
+        for j in when:
+            when[j].append(f"fired_{i}")
+    if group.picks_all():
+        pass
+    elif group.pick == 1:
+        p = ""
+        if weighted and mode == "preview":
+            name = feed_name(i, "weights")
+            chain.feeds.append(Feed(name, i, "weights", "FLOAT", "weights"))
+            p = f', p=P("{name}", types.FLOAT)'
+        elif weighted:
+            p = ", p=[" + ", ".join(repr(w) for w in group.normalised_weights()) + "]"
+        lines.append(f"pick_{i} = fn.random.choice({len(active)}{p}, "
+                     f"seed=_op_seed(seed, {seed_slot(i, PICK_SLOT)}))")
+        for m, (j, _) in enumerate(active):
+            when[j].append(f"(pick_{i} == {m})")
+    else:
+        keys = []
+        for j, _ in active:
+            power = ""
+            if weighted and mode == "preview":
+                name = feed_name(i, "exponent", child=j)
+                chain.feeds.append(Feed(name, i, "exponent", "FLOAT", "exponent", j))
+                power = f' ** P("{name}", types.FLOAT)'
+            elif weighted:
+                power = f" ** {1.0 / group.weights[j]!r}"
+            lines.append(f"key_{i}_{j} = fn.random.uniform(range=[0.0, 1.0], "
+                         f"seed=_op_seed(seed, {seed_slot(i, KEY_SLOTS + j)})){power}")
+            keys.append(f"key_{i}_{j}")
+        for m, (j, _) in enumerate(active):
+            when[j].append(f"_picked([{', '.join(keys)}], {m}, {group.pick})")
+    for j, child in active:
+        spec = catalog[child.op]
+        lines.extend(_step_lines(_At(i, j), child, spec, mode, chain, when[j]))
+        chain.conditionals |= spec.conditionals
+        chain.checkpoints &= spec.checkpoints
     return lines
 
 
@@ -219,7 +334,7 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
     object). Formatting costs ~3 ms a render."""
     chain = chain_source(preset, "preview", catalog)
     finish = tuple(tail_lines(preset.output)) if tail and preset.output is not None else None
-    functions = tuple(catalog[s.op].custom_code for _, s in preset.active_steps()
+    functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)
     key = (tuple(chain.body), finish, functions)
     with _MODULES_LOCK:

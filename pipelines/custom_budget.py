@@ -55,14 +55,14 @@ def estimate(preset: Preset, sizes: Sequence[tuple[int, int]], draws: int, *,
              catalog: Catalog = CATALOG) -> list[StepTime]:
     """Each active custom step's time over a render of images of ``sizes`` x ``draws``
     (every sample counts, a step that fires with a probability too)."""
-    steps = {i: s for i, s in preset.active_steps()
+    steps = {(i, s.op): s for i, s in preset.active_ops()  # a group's children share its i
              if (code := catalog[s.op].custom_code) is not None and code.cost is not None}
     if not steps:
         return []
     plan = plan_render(preset, sizes, draws, overrides=overrides, catalog=catalog)
     out = []
     for k, planned in enumerate(plan.steps):
-        step = steps.get(planned.index) if planned.index is not None else None
+        step = steps.get((planned.index, planned.op)) if planned.index is not None else None
         if step is None:
             continue
         code = catalog[step.op].custom_code

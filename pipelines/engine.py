@@ -204,7 +204,7 @@ class PreviewEngine:
     # ---- internals ----------------------------------------------------------------------------
 
     def _check_devices(self, preset: Preset) -> None:
-        for i, step in preset.active_steps():
+        for i, step in preset.active_ops():
             why = self.catalog[step.op].unavailable_on(self.device)
             if why is not None:
                 raise StepError(f"{why}: it is kept in the pipeline and exported, but cannot be "
@@ -236,7 +236,7 @@ class PreviewEngine:
         then rebuilds before each render instead of restoring the RNG state. Custom Python
         operators cannot be serialized, so chains with one are always traced."""
         tail = tail and preset.output is not None
-        custom = any(self.catalog[s.op].custom for _, s in preset.active_steps())
+        custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
         key = None
         if self.cache.enabled and not custom:
             key = self.cache.key(code, preset.seed, batch, self.device, tail, chain.conditionals)

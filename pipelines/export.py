@@ -29,7 +29,7 @@ from .module_parts import (
     tail_lines,
     used_helpers,
 )
-from .preset import Preset, PresetError, load, parse_document
+from .preset import Preset, PresetError, Step, load, parse_document
 from .shards import EMBEDDED
 
 
@@ -73,7 +73,9 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG) 
 
 def _docstring(preset: Preset) -> str:
     n = len(preset.active_steps())
-    ops = ", ".join(s.op for _, s in preset.active_steps()) or "no steps"
+    ops = ", ".join(s.op if isinstance(s, Step) else
+                    f"{s.op}({', '.join(c.op for _, c in s.active_children())})"
+                    for _, s in preset.active_steps()) or "no steps"
     title = "Augmentation pipeline exported by dali-gallery " + __version__ + "."
     lines = [
         '"""' + title,

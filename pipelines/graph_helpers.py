@@ -78,3 +78,13 @@ def _bin(magnitude_bin, random_sign, seed):
     if random_sign:
         return signed_bin(magnitude_bin, seed=seed)
     return signed_bin(magnitude_bin, random_sign=0)
+
+
+def _picked(keys, j, n):
+    """Whether keys[j] is among the n largest of a group's per-sample keys (ties go to the
+    earlier child): child j of a group that applies n of its children."""
+    above = 0  # an integer first: DALI refuses to add two booleans
+    for m, key in enumerate(keys):
+        if m != j:
+            above = above + ((key >= keys[j]) if m < j else (key > keys[j]))
+    return above < n

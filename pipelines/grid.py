@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .display import to_display
-from .preset import Preset
+from .preset import Group, Preset
 from .render_result import Render
 
 LABEL_H = 14
@@ -23,7 +23,10 @@ def fired_label(render: Render, preset: Preset, image: int, draw: int) -> str:
     rec = render.record(image, draw)
     names = []
     for i, step in preset.active_steps():
-        if rec.fired.get(i, True):
+        if isinstance(step, Group):  # the children that ran
+            names += [c.op.split(".")[-1] for j, c in step.active_children()
+                      if rec.child_ran(i, j)]
+        elif rec.fired.get(i, True):
             names.append(step.op.split(".")[-1])
     return ", ".join(names) or "-"
 

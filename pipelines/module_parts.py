@@ -22,7 +22,7 @@ TAIL_SLOT = 1_000_000
 """Seed slot of the training tail's mirror coin (far from every step's slots)."""
 
 _HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
-            "_const", "_bin")
+            "_const", "_bin", "_picked")
 _HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
                 "_inputs": ("_node",)}
 
@@ -38,7 +38,7 @@ def used_helpers(code: str) -> list[str]:
 def custom_codes(preset: Preset, catalog: Catalog) -> list[CustomCode]:
     """The copies of the user-defined functions the chain runs, each once (ValueError when
     two of them need one name to be different things)."""
-    found = [(s.op, code) for _, s in preset.active_steps()
+    found = [(s.op, code) for _, s in preset.active_ops()
              if (code := catalog[s.op].custom_code) is not None]
     check_together(found)
     unique: dict[str, CustomCode] = {}

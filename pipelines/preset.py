@@ -31,9 +31,14 @@ from .preset_document import (
 from .preset_types import (
     DEFAULT_SEED,
     FORMAT,
+    GROUP_KEY,
     IMAGENET_OUTPUT,
+    MAX_CHILDREN,
+    MIN_CHILDREN,
     VERSION,
+    ChainStep,
     Choice,
+    Group,
     Output,
     Preset,
     PresetError,
@@ -46,13 +51,14 @@ from .preset_types import (
     value_to_json,
 )
 from .preset_validate import (
-    MAX_CHOICES,
+    MAX_OPERATORS,
     MAX_STEPS,
     MIGRATIONS,
     Migration,
     validate_document,
     validate_preset,
 )
+from .preset_values import MAX_CHOICES
 
 
 def parse_document(data: str | bytes | bytearray | memoryview, catalog: Catalog = CATALOG,
@@ -94,8 +100,9 @@ def load(source: Any, catalog: Catalog = CATALOG) -> Preset:
 
 
 __all__ = [
-    "DEFAULT_SEED", "FORMAT", "IMAGENET_OUTPUT", "MAX_CHOICES", "MAX_DEPTH",
-    "MAX_DOCUMENT_BYTES", "MAX_STEPS", "MIGRATIONS", "VERSION", "Choice", "Migration", "Output",
+    "DEFAULT_SEED", "FORMAT", "GROUP_KEY", "IMAGENET_OUTPUT", "MAX_CHILDREN", "MAX_CHOICES",
+    "MAX_DEPTH", "MAX_DOCUMENT_BYTES", "MAX_OPERATORS", "MAX_STEPS", "MIGRATIONS",
+    "MIN_CHILDREN", "VERSION", "ChainStep", "Choice", "Group", "Migration", "Output",
     "Preset", "PresetError", "Step", "Uniform", "Value", "cut", "document_text", "is_random",
     "load", "load_file", "loads", "new_step", "parse_document", "quote", "validate_document",
     "validate_preset", "value_to_json",

@@ -11,7 +11,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .catalog import CATALOG, Catalog
 
@@ -22,6 +22,10 @@ MAX_PROBLEMS = 20
 """Problems listed in one error; the rest are counted ("... and N more")."""
 MAX_PROBLEM_CHARS = 400
 """Longest problem line; values quoted in it are cut well before that (see ``quote``)."""
+GROUP_KEY = "one_of"
+"""The key that makes a step of the preset a group, and the name a group goes by in messages."""
+MIN_CHILDREN = 2
+MAX_CHILDREN = 16
 
 
 class PresetError(ValueError):
@@ -91,6 +95,51 @@ class Step:
 
 
 @dataclass
+class Group:
+    """A step that applies ``pick`` distinct children per sample, drawn by ``weights`` (None:
+    equal), in list order; ``pick`` = all children applies them together on one coin.
+
+    The group fires with ``probability``; a picked child then fires with its own probability
+    (Albumentations' SomeOf; its OneOf force-applies the child: the importer sets those to 1).
+    Disabled children are never picked. Groups do not nest."""
+
+    children: list[Step]
+    probability: float = 1.0
+    enabled: bool = True
+    weights: list[float] | None = None
+    pick: int = 1
+    op: ClassVar[str] = GROUP_KEY
+    """What a group is called where a step names its operator (messages, card titles)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {GROUP_KEY: [c.to_dict() for c in self.children],
+                             "probability": self.probability, "enabled": self.enabled,
+                             "pick": self.pick}
+        if self.weights is not None:
+            d["weights"] = list(self.weights)
+        return d
+
+    def active_children(self) -> list[tuple[int, Step]]:
+        """Enabled children with their index in the group (indices name them and seed them)."""
+        return [(j, c) for j, c in enumerate(self.children) if c.enabled]
+
+    def picks_all(self) -> bool:
+        """Whether every enabled child is applied (nothing to draw but the coins)."""
+        return self.pick >= len(self.active_children())
+
+    def normalised_weights(self) -> list[float]:
+        """The enabled children's weights, summing to 1 (what a draw of one child uses)."""
+        active = self.active_children()
+        raw = [self.weights[j] if self.weights is not None else 1.0 for j, _ in active]
+        total = sum(raw)
+        return [w / total for w in raw]
+
+
+ChainStep = Step | Group
+"""A step of the chain: one operator, or a group of them."""
+
+
+@dataclass
 class Output:
     """The training tail: resize, crop, normalisation, layout and dtype."""
 
@@ -127,7 +176,7 @@ class Preset:
     """The user's pipeline. Objects made in code are unchecked until
     :func:`~.preset_validate.validate_preset` (the engine and the export call it)."""
 
-    steps: list[Step] = field(default_factory=list)
+    steps: list[ChainStep] = field(default_factory=list)
     seed: int = DEFAULT_SEED
     output: Output | None = None
     name: str = ""
@@ -147,9 +196,22 @@ class Preset:
     def copy(self) -> Preset:
         return copy.deepcopy(self)
 
-    def active_steps(self) -> list[tuple[int, Step]]:
-        """Enabled steps with their index in the chain (indices name steps in errors)."""
+    def active_steps(self) -> list[tuple[int, ChainStep]]:
+        """Enabled steps (operators and groups) with their index in the chain (indices name
+        steps in errors)."""
         return [(i, s) for i, s in enumerate(self.steps) if s.enabled]
+
+    def active_ops(self) -> list[tuple[int, Step]]:
+        """Every operator the chain runs: enabled steps and the enabled children of enabled
+        groups, each with the index of its step in the chain (for what needs the operators,
+        not the chain's structure: devices, custom code, checkpoints)."""
+        out: list[tuple[int, Step]] = []
+        for i, s in self.active_steps():
+            if isinstance(s, Group):
+                out += [(i, c) for _, c in s.active_children()]
+            else:
+                out.append((i, s))
+        return out
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")

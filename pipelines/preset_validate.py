@@ -15,31 +15,34 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
-from .catalog import CATALOG, Catalog, OpSpec
-from .params import CHOICE, RANGE, Param
+from .catalog import CATALOG, Catalog
 from .preset_document import MAX_DEPTH, BadNumber, quote
 from .preset_output import validate_output
 from .preset_types import (
     DEFAULT_SEED,
     FORMAT,
+    GROUP_KEY,
+    MAX_CHILDREN,
+    MIN_CHILDREN,
     VERSION,
-    Choice,
+    ChainStep,
+    Group,
     Output,
     Preset,
     PresetError,
     Step,
-    Uniform,
-    Value,
-    is_random,
 )
+from .preset_values import check_constraints, is_num, validate_value
 
 MAX_STEPS = 64
-MAX_CHOICES = 32
+MAX_OPERATORS = 128
+"""Operators in one chain, counting every child of every group (each is a block of the graph)."""
+MAX_WEIGHT = 1e6
+MIN_WEIGHT = 1e-6
 
 _PRESET_KEYS = {"format", "version", "seed", "steps", "output", "name"}
 _STEP_KEYS = {"op", "params", "probability", "enabled"}
+_GROUP_KEYS = {GROUP_KEY, "probability", "enabled", "weights", "pick"}
 _FLOAT_MAX = sys.float_info.max
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -60,7 +63,7 @@ def _as_document(preset: Preset) -> dict[str, Any]:
     """``preset.to_dict()``, tolerating members of the wrong type (they are reported)."""
     steps: Any = preset.steps
     if isinstance(steps, (list, tuple)):
-        steps = [s.to_dict() if isinstance(s, Step) else s for s in steps]
+        steps = [s.to_dict() if isinstance(s, (Step, Group)) else s for s in steps]
     output: Any = preset.output
     if isinstance(output, Output):
         output = output.to_dict()
@@ -92,7 +95,7 @@ def validate_document(data: Mapping[str, Any], catalog: Catalog = CATALOG) -> Pr
         name = ""
 
     raw_steps = data.get("steps", [])
-    steps: list[Step] = []
+    steps: list[ChainStep] = []
     if not isinstance(raw_steps, list):
         problems.append(f"preset: 'steps' must be a list, got {type(raw_steps).__name__}")
         raw_steps = []
@@ -100,9 +103,15 @@ def validate_document(data: Mapping[str, Any], catalog: Catalog = CATALOG) -> Pr
         problems.append(f"preset: {len(raw_steps)} steps; at most {MAX_STEPS} are allowed")
         raw_steps = raw_steps[:MAX_STEPS]
     for i, raw in enumerate(raw_steps):
-        step = _validate_step(i, raw, catalog, problems)
+        step = (_validate_group(i, raw, catalog, problems)
+                if isinstance(raw, dict) and GROUP_KEY in raw
+                else _validate_step(f"step {i}", raw, catalog, problems))
         if step is not None:
             steps.append(step)
+    n_ops = sum(len(s.children) if isinstance(s, Group) else 1 for s in steps)
+    if n_ops > MAX_OPERATORS:
+        problems.append(f"preset: {n_ops} operators (steps and the children of groups); at "
+                        f"most {MAX_OPERATORS} are allowed")
 
     output = validate_output(data.get("output"), problems)
     if problems:
@@ -140,10 +149,12 @@ def _where(data: Any, path: tuple[Any, ...]) -> str:
     'mean'[0]", "preset, at 'seed'"."""
     rest: tuple[Any, ...] = path
     if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int):
-        op = data["steps"][path[1]].get("op") if isinstance(data["steps"][path[1]], dict) else None
-        head = f"step {path[1]} ({op})" if isinstance(op, str) and len(op) <= 60 else \
-            f"step {path[1]}"
-        rest = path[2:]
+        step = data["steps"][path[1]]
+        head, rest = _named(f"step {path[1]}", step), path[2:]
+        if len(rest) >= 2 and rest[0] == GROUP_KEY and isinstance(rest[1], int) and \
+                isinstance(step, dict) and isinstance(step[GROUP_KEY], list):
+            head = _named(f"{head}, child {rest[1]}", step[GROUP_KEY][rest[1]])
+            rest = rest[2:]
         if len(rest) >= 2 and rest[0] == "params":
             head, rest = f"{head}: parameter {quote(rest[1], 40)}", rest[2:]
     elif path and path[0] == "output":
@@ -152,6 +163,14 @@ def _where(data: Any, path: tuple[Any, ...]) -> str:
         head = "preset"
     text = "".join(f"[{p}]" if isinstance(p, int) else f".{quote(p, 40)}" for p in rest)
     return f"{head}, at {text.lstrip('.')}" if text else head
+
+
+def _named(where: str, step: Any) -> str:
+    """``where`` with the operator of ``step`` (a document's step or child) when it has one."""
+    if isinstance(step, dict) and GROUP_KEY in step:
+        return f"{where} ({GROUP_KEY})"
+    op = step.get("op") if isinstance(step, dict) else None
+    return f"{where} ({op})" if isinstance(op, str) and len(op) <= 60 else where
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
@@ -177,12 +196,8 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _validate_step(i: int, raw: Any, catalog: Catalog, problems: list[str]) -> Step | None:
-    where = f"step {i}"
+def _validate_step(where: str, raw: Any, catalog: Catalog, problems: list[str]) -> Step | None:
+    """One operator step (or a group's child: ``where`` then names the group too)."""
     if not isinstance(raw, dict):
         problems.append(f"{where}: expected an object with 'op' and 'params', got {quote(raw)}")
         return None
@@ -191,19 +206,11 @@ def _validate_step(i: int, raw: Any, catalog: Catalog, problems: list[str]) -> S
         problems.append(f"{where}: unknown operator {quote(op)}{catalog.suggest(op)}")
         return None
     spec = catalog[op]
-    where = f"step {i} ({op})"
+    where = f"{where} ({op})"
     for key in sorted(set(raw) - _STEP_KEYS):
         problems.append(f"{where}: unknown key {quote(key)} "
                         f"(allowed: {', '.join(sorted(_STEP_KEYS))})")
-    probability = raw.get("probability", 1.0)
-    if not _is_num(probability) or not math.isfinite(probability) or not 0 <= probability <= 1:
-        problems.append(f"{where}: probability {quote(probability)} is not allowed; "
-                        "expected [0, 1]")
-        probability = 1.0
-    enabled = raw.get("enabled", True)
-    if not isinstance(enabled, bool):
-        problems.append(f"{where}: 'enabled' must be true or false, got {quote(enabled)}")
-        enabled = True
+    probability, enabled = _probability_enabled(where, raw, problems)
     raw_params = raw.get("params", {})
     if not isinstance(raw_params, dict):
         problems.append(f"{where}: 'params' must be an object, got {quote(raw_params)}")
@@ -216,89 +223,77 @@ def _validate_step(i: int, raw: Any, catalog: Catalog, problems: list[str]) -> S
     n_before = len(problems)
     for p in spec.params:
         if p.name in raw_params:
-            value = _validate_value(where, p, raw_params[p.name], problems)
+            value = validate_value(where, p, raw_params[p.name], problems)
             if value is not None:
                 params[p.name] = value
     if len(problems) == n_before:
-        _check_constraints(where, spec, params, problems)
-    return Step(op, params, float(probability), enabled)
+        check_constraints(where, spec, params, problems)
+    return Step(op, params, probability, enabled)
 
 
-def _validate_value(where: str, p: Param, raw: Any, problems: list[str]) -> Value | None:
-    at = f"{where}: parameter {p.name!r}"
-    if isinstance(raw, dict):
-        keys = set(raw)
-        if keys == {"uniform"}:
-            return _validate_uniform(at, p, raw["uniform"], problems)
-        if keys == {"choice"}:
-            return _validate_choice(at, p, raw["choice"], problems)
-        problems.append(f"{at}: {quote(raw, 80)} is not allowed; a value is a literal, "
-                        "{'uniform': [lo, hi]} or {'choice': [...]}")
+def _probability_enabled(where: str, raw: dict[str, Any],
+                         problems: list[str]) -> tuple[float, bool]:
+    probability = raw.get("probability", 1.0)
+    if not is_num(probability) or not math.isfinite(probability) or not 0 <= probability <= 1:
+        problems.append(f"{where}: probability {quote(probability)} is not allowed; "
+                        "expected [0, 1]")
+        probability = 1.0
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        problems.append(f"{where}: 'enabled' must be true or false, got {quote(enabled)}")
+        enabled = True
+    return float(probability), enabled
+
+
+def _validate_group(i: int, raw: dict[str, Any], catalog: Catalog,
+                    problems: list[str]) -> Group | None:
+    """A group: 2 to 16 ordinary steps (no groups), a pick count and optional weights."""
+    where = f"step {i} ({GROUP_KEY})"
+    for key in sorted(set(raw) - _GROUP_KEYS):
+        problems.append(f"{where}: unknown key {quote(key)} "
+                        f"(allowed: {', '.join(sorted(_GROUP_KEYS))})")
+    probability, enabled = _probability_enabled(where, raw, problems)
+    raw_children = raw[GROUP_KEY]
+    if not isinstance(raw_children, list) or not \
+            MIN_CHILDREN <= len(raw_children) <= MAX_CHILDREN:
+        problems.append(f"{where}: {quote(raw_children)} is not allowed; '{GROUP_KEY}' is a "
+                        f"list of {MIN_CHILDREN} to {MAX_CHILDREN} steps")
         return None
-    why = p.check(raw)
-    if why:
-        problems.append(f"{at}: value {quote(raw)} is not allowed; {why}")
-        return None
-    return p.coerce(raw)
-
-
-def _validate_uniform(at: str, p: Param, raw: Any, problems: list[str]) -> Value | None:
-    if RANGE not in p.modes:
-        problems.append(f"{at}: cannot be drawn per sample ('uniform'); "
-                        f"{_why_not_random(p)}")
-        return None
-    if not (isinstance(raw, list) and len(raw) == 2 and all(_is_num(v) for v in raw)):
-        problems.append(f"{at}: uniform {quote(raw)} is not allowed; expected [lo, hi]")
-        return None
-    lo, hi = raw
-    for v in (lo, hi):
-        why = p.check(v)
-        if why:
-            problems.append(f"{at}: uniform bound {quote(v)} is not allowed; {why}")
-            return None
-    if not lo < hi:
-        problems.append(f"{at}: uniform [{lo!r}, {hi!r}] is empty; lo must be below hi "
-                        "(use a literal for a fixed value)")
-        return None
-    if p.kind == "float" and not np.float32(lo) < np.float32(hi):
-        problems.append(f"{at}: uniform [{lo!r}, {hi!r}] is empty once DALI stores it as "
-                        "float32; widen the range or use a literal")
-        return None
-    return Uniform(p.coerce(lo), p.coerce(hi))
-
-
-def _validate_choice(at: str, p: Param, raw: Any, problems: list[str]) -> Value | None:
-    if CHOICE not in p.modes:
-        problems.append(f"{at}: cannot be drawn per sample ('choice'); {_why_not_random(p)}")
-        return None
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_CHOICES:
-        problems.append(f"{at}: choice {quote(raw)} is not allowed; expected a list of 1 to "
-                        f"{MAX_CHOICES} values")
-        return None
-    values = []
-    for v in raw:
-        why = p.check(v)
-        if why:
-            problems.append(f"{at}: choice value {quote(v, 40)} is not allowed; {why}")
-            return None
-        values.append(p.coerce(v))
-    return Choice(tuple(values))
-
-
-def _why_not_random(p: Param) -> str:
-    if not p.runtime:
-        return "DALI fixes it when the pipeline is built; use a literal"
-    if p.odd:
-        return "it must be odd; use a literal or a 'choice' of odd values"
-    return f"a {p.kind} parameter takes a literal"
-
-
-def _check_constraints(where: str, spec: OpSpec, params: dict[str, Value],
-                       problems: list[str]) -> None:
-    for c in spec.constraints:
-        vals = {n: params[n] for n in c.params}
-        if any(is_random(v) for v in vals.values()):
+    children = []
+    for j, c in enumerate(raw_children):
+        at = f"{where}, child {j}"
+        if isinstance(c, dict) and GROUP_KEY in c:
+            problems.append(f"{at}: a group inside a group is not allowed; put its steps in "
+                            "this group, or make it a step of its own after this one")
             continue
-        if not c.check(vals):
-            shown = ", ".join(f"{k}={quote(v)}" for k, v in vals.items())
-            problems.append(f"{where}: {shown} is not allowed; {c.message}")
+        child = _validate_step(at, c, catalog, problems)
+        if child is not None:
+            children.append(child)
+    weights = _validate_weights(where, raw.get("weights"), len(raw_children), problems)
+    active = sum(not isinstance(c, dict) or c.get("enabled") is not False for c in raw_children)
+    pick = raw.get("pick", 1)
+    if not _is_int(pick) or not 1 <= pick <= active:
+        problems.append(f"{where}: pick {quote(pick)} is not allowed; expected an integer "
+                        f"from 1 to {active}, the number of enabled children"
+                        if active else f"{where}: every child is disabled; enable at least "
+                        "one, or disable the group")
+        pick = 1
+    if len(children) < len(raw_children):
+        return None
+    return Group(children, probability, enabled, weights, int(pick))
+
+
+def _validate_weights(where: str, raw: Any, n: int, problems: list[str]) -> list[float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != n:
+        problems.append(f"{where}: weights {quote(raw)} is not allowed; expected a list of "
+                        f"{n} numbers, one per child (or no weights: equal)")
+        return None
+    for w in raw:
+        if not is_num(w) or not MIN_WEIGHT <= w <= MAX_WEIGHT:
+            problems.append(f"{where}: weight {quote(w)} is not allowed; each weight is a "
+                            f"number in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}] (they are "
+                            "normalised: only their ratios count)")
+            return None
+    return [float(w) for w in raw]

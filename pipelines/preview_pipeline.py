@@ -19,7 +19,7 @@ import numpy as np
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
 from .generated_module import import_source
-from .preset import Preset, Uniform
+from .preset import Group, Preset, Step, Uniform
 
 EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
 """DALI's executor for every preview pipeline, traced or loaded from the cache alike (a loaded
@@ -79,17 +79,34 @@ def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]
     """One array per fed name: every sample of the batch gets the step's current value."""
     out: dict[str, Any] = {}
     for f in feeds:
-        step = preset.steps[f.step]
+        owner = preset.steps[f.step]
         dtype = np.float32 if f.dtype == "FLOAT" else np.int32
+        if isinstance(owner, Group) and f.kind in ("weights", "exponent"):
+            out[f.name] = _group_feed(owner, f, batch)
+            continue
+        step = owner.children[f.child] if isinstance(owner, Group) and f.child is not None \
+            else owner
         if f.kind == "probability":
             out[f.name] = np.full(batch, step.probability, dtype=np.float32)
-        elif f.kind == "range":
+            continue
+        assert isinstance(step, Step)
+        if f.kind == "range":
             u = step.params[f.param]
             assert isinstance(u, Uniform)
             out[f.name] = np.tile(np.array([u.lo, u.hi], dtype=np.float32), (batch, 1))
         else:
             out[f.name] = np.full(batch, step.params[f.param], dtype=dtype)
     return out
+
+
+def _group_feed(group: Group, f: Feed, batch: int) -> np.ndarray:
+    """A group's fed draw: its enabled children's normalised weights (one child picked), or
+    the exponent 1/w of child ``f.child``'s key (several picked); as the export writes them."""
+    if f.kind == "weights":
+        weights = np.array(group.normalised_weights(), dtype=np.float32)
+        return np.tile(weights, (batch, 1))
+    assert group.weights is not None and f.child is not None
+    return np.full(batch, 1.0 / group.weights[f.child], dtype=np.float32)
 
 
 def decode_mixed(data: list[bytes], cpu_arrays: list[np.ndarray], max_side: int | None,

@@ -20,7 +20,7 @@ from .budget import LEDGER, Budget, current, mp
 from .canvas import Canvas, Fixed, Shorter, Size, Span
 from .catalog import CATALOG, Catalog
 from .codegen import feed_name
-from .preset import Choice, Preset, Uniform
+from .preset import GROUP_KEY, Choice, Group, Preset, Step, Uniform
 from .step_error import StepError
 
 
@@ -45,11 +45,16 @@ class PlannedStep:
     canvas: Canvas
     values: dict[str, Span]
     sizes: list[Size]
+    child: int | None = None
+    """The child of the group at ``index`` this is (None: a step of its own)."""
 
     def where(self) -> tuple[int | None, str | None, str]:
-        """(step, op, prefix) for an error: the tail has no step index."""
+        """(step, op, prefix) for an error: the tail has no step index; a group's child is
+        named after its group."""
         if self.index is None:
             return None, self.op, f"training tail ({self.op}): "
+        if self.child is not None:
+            return self.index, GROUP_KEY, f"child {self.child} ({self.op}): "
         return self.index, self.op, ""
 
 
@@ -100,14 +105,14 @@ def plan_render(preset: Preset, inputs: Sequence[Size], draws: int, *, tail: boo
     plan = RenderPlan([(int(h), int(w)) for h, w in inputs], draws)
     sizes = list(plan.inputs)
     for i, step in preset.active_steps():
-        canvas = catalog[step.op].canvas
-        values = {}
-        for name in canvas.params:
-            fed = (overrides or {}).get(feed_name(i, name))
-            values[name] = (Span(tuple(float(v) for v in np.unique(fed))) if fed is not None
-                            else _span(step.params[name]))
-        sizes = [canvas.size(s, values) for s in sizes]
-        plan.steps.append(PlannedStep(i, step.op, canvas, values, sizes))
+        if not isinstance(step, Group):
+            sizes = _plan_step(plan, i, None, step, sizes, overrides, catalog)
+            continue
+        for j, child in step.active_children():  # each may run or not: keep the larger size
+            after = _plan_step(plan, i, j, child, sizes, overrides, catalog)
+            sizes = [(max(a[0], b[0]), max(a[1], b[1])) for a, b in zip(sizes, after,
+                                                                          strict=True)]
+            plan.steps[-1].sizes = sizes
     out = preset.output if tail else None
     if out is not None and out.resize_shorter:
         values = {"resize_shorter": Span((float(out.resize_shorter),))}
@@ -120,6 +125,23 @@ def plan_render(preset: Preset, inputs: Sequence[Size], draws: int, *, tail: boo
         sizes = [canvas.size(s, values) for s in sizes]
         plan.steps.append(PlannedStep(None, "output.crop", canvas, values, sizes))
     return plan
+
+
+def _plan_step(plan: RenderPlan, i: int, child: int | None, step: Step, sizes: list[Size],
+               overrides: Mapping[str, np.ndarray] | None, catalog: Catalog) -> list[Size]:
+    """Plans one operator (a step, or child ``child`` of the group at ``i``); its sizes.
+
+    A group's child is planned as if it ran on the larger of the sizes its group may hand
+    it: every canvas grows with its input, so that bounds any pick of the children."""
+    canvas = catalog[step.op].canvas
+    values = {}
+    for name in canvas.params:
+        fed = (overrides or {}).get(feed_name(i, name, child=child))
+        values[name] = (Span(tuple(float(v) for v in np.unique(fed))) if fed is not None
+                        else _span(step.params[name]))
+    sizes = [canvas.size(s, values) for s in sizes]
+    plan.steps.append(PlannedStep(i, step.op, canvas, values, sizes, child))
+    return sizes
 
 
 def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:

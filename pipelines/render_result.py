@@ -23,14 +23,30 @@ class SampleRecord:
     draw: int
     fired: dict[int, bool] = field(default_factory=dict)
     values: dict[int, dict[str, float | int]] = field(default_factory=dict)
+    children: dict[int, dict[int, bool]] = field(default_factory=dict)
+    """Group step -> child -> whether that child ran on this sample (picked, and its own coin
+    said so). A child missing here always runs when its group fires."""
+    child_values: dict[int, dict[int, dict[str, float | int]]] = field(default_factory=dict)
+    """Group step -> child -> what the child drew (drawn for every sample, applied where it
+    ran)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "image": self.image,
             "draw": self.draw,
             "fired": {str(k): v for k, v in self.fired.items()},
             "values": {str(k): v for k, v in self.values.items()},
         }
+        if self.children or self.child_values:
+            d["children"] = {str(k): {str(j): v for j, v in c.items()}
+                             for k, c in self.children.items()}
+            d["child_values"] = {str(k): {str(j): v for j, v in c.items()}
+                                 for k, c in self.child_values.items()}
+        return d
+
+    def child_ran(self, step: int, child: int) -> bool:
+        """Whether child ``child`` of the group at ``step`` ran on this sample."""
+        return self.fired.get(step, True) and self.children.get(step, {}).get(child, True)
 
 
 @dataclass
@@ -68,10 +84,15 @@ def read_outputs(outputs: Any, chain: Chain, n: int, draws: int,
     for r, out in zip(chain.records, outputs[1:], strict=True):
         vals = np.array(out.as_array()).reshape(n * draws, -1)[:, 0].tolist()
         for j, v in enumerate(vals):
-            if r.param == "fired":
-                recs[j].fired[r.step] = bool(v)
+            rec = recs[j]
+            if r.child is not None and r.param == "fired":
+                rec.children.setdefault(r.step, {})[r.child] = bool(v)
+            elif r.child is not None:
+                rec.child_values.setdefault(r.step, {}).setdefault(r.child, {})[r.param] = v
+            elif r.param == "fired":
+                rec.fired[r.step] = bool(v)
             else:
-                recs[j].values.setdefault(r.step, {})[r.param] = v
+                rec.values.setdefault(r.step, {})[r.param] = v
     return arrays, recs
 
 
@@ -90,6 +111,7 @@ def stack_renders(parts: list[Render]) -> Render:
     records = []
     for d, r in enumerate(parts):
         for rec in r.records:
-            records.append(SampleRecord(rec.image, d, rec.fired, rec.values))
+            records.append(SampleRecord(rec.image, d, rec.fired, rec.values, rec.children,
+                                        rec.child_values))
     return Render(images, records, first.n_images, len(parts), first.device,
                   any(r.built for r in parts), sum(r.ms for r in parts))

@@ -131,7 +131,7 @@ def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int
 
 
 def _check_ops(preset: Preset, device: Device, restoring: bool, catalog: Catalog) -> None:
-    for i, step in preset.active_steps():
+    for i, step in preset.active_ops():
         spec = catalog[step.op]
         why = spec.unavailable_on(device)
         if why is not None:

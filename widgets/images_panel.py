@@ -179,7 +179,7 @@ class ImagesPanel:
                                   f"{escape(folder)}<span style='opacity:.7'>: "
                                   f"{escape(shown)}</span>")
             self._show_files(source)
-            self._show_upload_count(source)
+            self._show_upload_count(source, names)
         broken = [p for p in problems if not p.over_limit]
         capped = [p for p in problems if p.over_limit]
         html = style.error_html([p.message for p in broken], f"{len(broken)} file(s) skipped") \
@@ -217,8 +217,11 @@ class ImagesPanel:
         self.files_box.layout.display = None
         self._listed_source = source
 
-    def _show_upload_count(self, source: ImageSource) -> None:
-        self._receipt = _receipt(source.items) if source.kind == "upload" else ()
+    def _show_upload_count(self, source: ImageSource, names: Sequence[str]) -> None:
+        """The upload button counts the uploaded images on show ("upload images (N)")."""
+        loaded = set(names)
+        self._receipt = _receipt([(n, d) for n, d in source.items if n in loaded]) \
+            if source.kind == "upload" else ()
         self._set_upload(self._receipt)
 
     def _set_upload(self, value: tuple[dict[str, Any], ...]) -> None:

@@ -107,6 +107,8 @@ class Inspector:
         self.close_button = w.Button(description="\u2715", tooltip="close the inspector",
                                      layout=w.Layout(width="36px"))
         self.close_button.on_click(lambda _: self.hide())
+        self.zoom_side = f"{ZOOM_PX}px"
+        """CSS length of the large view's longer side (the grid sets twice its tile width)."""
         self.selected: tuple[int, int] | None = None
         self.reports: list[StepReport] = []
         self.widget = style.classed(w.VBox([
@@ -123,7 +125,7 @@ class Inspector:
         self.reports = tile_report(preset, record)
         self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
                             f" &middot; {tile.shape[1]}x{tile.shape[0]}")
-        self.zoom.show(tile, original, px=ZOOM_PX, key=(name, str(draw)))
+        self.zoom.show(tile, original, side=self.zoom_side, key=(name, str(draw)))
         self.table.value = report_html(self.reports)
         self.histogram.value = histogram_png(original, tile)
         if self.on_show is not None:

@@ -123,12 +123,19 @@ class OutputPanel:
     # ---- edits --------------------------------------------------------------------------------
 
     def values(self) -> dict[str, Any]:
-        """The fields as preset JSON; ValueError when a number list cannot be read."""
+        """The fields as preset JSON; PresetError lists every number list it cannot read."""
+        numbers: dict[str, list[float] | None] = {}
+        problems = []
+        for field, text in (("mean", self.mean.value), ("std", self.std.value)):
+            try:
+                numbers[field] = parse_numbers(field, text)
+            except ValueError as e:
+                problems.append(str(e))
+        if problems:
+            raise PresetError(problems)
         crop = [self.crop_h.value, self.crop_w.value]
         return {"resize_shorter": self.resize.value or None,
-                "crop": None if crop == [0, 0] else crop,
-                "mean": parse_numbers("mean", self.mean.value),
-                "std": parse_numbers("std", self.std.value),
+                "crop": None if crop == [0, 0] else crop, **numbers,
                 "layout": self.layout.value, "dtype": self.dtype.value,
                 "mirror_probability": self.mirror.value}
 
@@ -136,8 +143,8 @@ class OutputPanel:
         """Send the fields to the model; returns (and shows) the problems, if any."""
         try:
             self.model.set_output(self.values() if self.enabled.value else None)
-        except (ValueError, PresetError) as e:
-            problems = list(e.problems) if isinstance(e, PresetError) else [str(e)]
+        except PresetError as e:
+            problems = list(e.problems)
             self.problems.value = style.error_html(
                 problems, "training output not changed; the pipeline keeps its previous tail")
             return problems

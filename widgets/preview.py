@@ -32,6 +32,21 @@ PARITY_NOTE = ("Draw 0 of every image is exactly the first batch of the exported
                "inputs before augmenting (faster, close but not identical).")
 
 
+def cell_width(columns: int) -> str:
+    """CSS width of one cell of a row of ``columns`` cells: an equal share of the preview's
+    width (``cqw``: the rows box is a size container), from ``style.TILE_MIN_PX`` to
+    ``style.TILE_MAX_PX``. Fewer draws, larger tiles; a fixed square would squash them."""
+    gaps = (columns - 1) * style.CELL_GAP_PX
+    return (f"clamp({style.TILE_MIN_PX}px, calc((100cqw - {gaps}px) / {columns}), "
+            f"{style.TILE_MAX_PX}px)")
+
+
+def zoom_side(columns: int) -> str:
+    """CSS length of the inspector's large view: twice a cell (and a little), never wider than
+    the preview."""
+    return f"min(calc(2 * {cell_width(columns)} + 8px), calc(100cqw - 40px))"
+
+
 class PreviewGrid:
     """Controls (draws, images, size, seed, new draw), the tile grid and the status line."""
 
@@ -65,7 +80,7 @@ class PreviewGrid:
         self.status = style.classed(w.HTML(), style.STATUS)
         self.error = style.classed(w.HTML(layout=w.Layout(display="none")), style.ERROR)
         note = w.HTML(f'<div style="opacity:.7;font-size:12px">{PARITY_NOTE}</div>')
-        self.rows = w.VBox()
+        self.rows = style.classed(w.VBox(), style.PREVIEW_ROWS)
         self.inspector = Inspector(on_show=self._place_inspector)
         self._rows: list[w.HBox] = []
         self._inspector_row: int | None = None
@@ -96,10 +111,13 @@ class PreviewGrid:
         old = self._rows
         self.originals, self.tiles, self.captions, self.names = [], [], [], []
         rows = []
+        width = cell_width(draws + 1)
+        self.inspector.zoom_side = zoom_side(draws + 1)
         for i in range(n):
             original = style.classed(w.Image(format="jpeg"), style.PREVIEW_ORIGINAL)
             name = style.classed(w.HTML(), style.PREVIEW_NAME)
-            cells = [style.classed(w.VBox([original, name]), style.PREVIEW_CELL)]
+            cells = [style.classed(w.VBox([original, name], layout=w.Layout(width=width)),
+                                   style.PREVIEW_CELL)]
             tiles, captions = [], []
             for d in range(draws):
                 tile = style.classed(w.Image(format="jpeg"), style.PREVIEW_TILE)
@@ -112,7 +130,8 @@ class PreviewGrid:
                 zoom.on_click(self._inspect(i, d))
                 caption.on_click(self._inspect(i, d))
                 box = style.classed(w.Box([tile, zoom]), style.TILE_BOX)
-                cells.append(style.classed(w.VBox([box, caption]), style.PREVIEW_CELL))
+                cells.append(style.classed(w.VBox([box, caption], layout=w.Layout(width=width)),
+                                           style.PREVIEW_CELL))
                 tiles.append(tile)
                 captions.append(caption)
             self.originals.append(original)

@@ -49,6 +49,7 @@ PICKER_THUMB = "dg-picker-thumb"
 PREVIEW = "dg-preview"
 PREVIEW_TILE = "dg-preview-tile"
 PREVIEW_ORIGINAL = "dg-preview-original"
+PREVIEW_ROWS = "dg-preview-rows"
 PREVIEW_ROW = "dg-preview-row"
 PREVIEW_CELL = "dg-preview-cell"
 PREVIEW_NAME = "dg-preview-name"
@@ -86,9 +87,11 @@ PRESET_NAME = "dg-preset-name"
 CLI = "dg-cli"
 
 TILE_MIN_PX = 72
-TILE_MAX_PX = 180
-"""Width range (CSS px) of a builder preview cell: cells share the row's width, so tiles grow
-when there are fewer draws, and never shrink below the minimum (the preview scrolls instead)."""
+TILE_MAX_PX = 320
+CELL_GAP_PX = 4
+"""Width range (CSS px) of a builder preview cell and the gap between two: cells share the
+preview's width (:func:`widgets.preview.cell_width`), so tiles grow when there are fewer draws,
+and never shrink below the minimum (the preview scrolls instead)."""
 COPY_CLI = "dg-copy-cli"
 PRESET_JSON = "dg-preset-json"
 COPY_PRESET = "dg-copy-preset"
@@ -130,7 +133,8 @@ CSS = """
 .dg-step-card.dg-step-disabled { opacity: 0.55; }
 .dg-error, .dg-error * { color: #c62828 !important; }
 .dg-param.dg-magnitude { background: var(--jp-layout-color2, #f3f6f9); border-radius: 4px; }
-.dg-preview-row { gap: 4px; }
+.dg-preview-rows { container-type: inline-size; }
+.dg-preview-cell { flex: 0 0 auto; margin: 0; }
 img.dg-preview-tile, img.dg-preview-original { display: block; width: 100% !important;
   height: auto !important; max-width: none; aspect-ratio: 1 / 1; object-fit: contain;
   background: #222; margin: 0; }
@@ -164,8 +168,7 @@ img.dg-zoom-large, img.dg-zoom-original { max-width: none; object-fit: contain;
   max-width: none !important; }
 .dg-picker .widget-tab-contents, .dg-picker .jupyter-widget-tab-contents { overflow: auto; }
 """
-CSS += (f".dg-preview-cell {{ flex: 1 1 0; min-width: {TILE_MIN_PX}px; "
-        f"max-width: {TILE_MAX_PX}px; margin: 0; }}\n")
+CSS += f".dg-preview-row {{ gap: {CELL_GAP_PX}px; }}\n"
 
 
 def close_tree(widget: w.Widget) -> None:

@@ -1,9 +1,10 @@
 """A large view of one tile with the image it started from beside it.
 
 Tiles in the preview grid and the gallery are small; geometry (a rotation's corners, a crop's
-window, a warp's curvature) needs a closer look. Both images keep their aspect ratio, and when
-they fit they are shown at the same scale, so a size change (rotate with an expanded canvas, a
-resize, a crop) is visible as a size change; the caption under each states its pixel size.
+window, a warp's curvature) needs a closer look. Both images are letterboxed in square boxes like
+the tiles (aspect ratio kept), and the boxes are sized so both are shown at the same scale when
+that fits, so a size change (rotate with an expanded canvas, a resize) is visible as one; the
+caption under each states its pixel size.
 """
 
 from __future__ import annotations
@@ -19,24 +20,24 @@ from dali_gallery.pipelines.display import to_display
 from . import style
 from .encode import encode
 
-ZOOM_PX = 2 * style.TILE_MAX_PX + 40
-"""CSS pixels of the large view's longer side: more than twice the widest builder tile."""
-DISPLAY_SCALE = 2
-"""Image pixels per CSS pixel sent for the zoom (sharp on high-density screens)."""
+ZOOM_PX = 400
+"""CSS pixels of the large view's (square) box where the caller gives no other length."""
+ENCODE_MAX_SIDE = 1280
+"""Longest side of the bytes sent for the zoom (preview sizes are smaller: sent as rendered)."""
 
 
-def zoom_sizes(tile: tuple[int, int], original: tuple[int, int],
-               px: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """CSS (width, height) of the tile and of the original, from their (height, width).
+def original_factor(tile: tuple[int, int], original: tuple[int, int]) -> float:
+    """Side of the original's box as a fraction of the tile's, from their (height, width):
+    the same scale (a box side is an image's longer side), unless the original is the larger
+    one (a small crop of a large image must not push the view off the screen)."""
+    return min(1.0, max(1, *original) / max(1, *tile))
 
-    The tile's longer side gets ``px``; the original is drawn at the same scale unless that
-    makes it larger than ``px``, in which case it is shrunk to ``px`` on its longer side (a
-    small crop of a large image must not push the view off the screen)."""
-    th, tw = max(1, tile[0]), max(1, tile[1])
-    oh, ow = max(1, original[0]), max(1, original[1])
-    scale = px / max(th, tw)
-    o_scale = min(scale, px / max(oh, ow))
-    return ((round(tw * scale), round(th * scale)), (round(ow * o_scale), round(oh * o_scale)))
+
+def css_times(side: str, factor: float) -> str:
+    """``side`` (any CSS length: ``400px``, ``min(...)``) times ``factor``."""
+    if side.endswith("px") and side[:-2].replace(".", "", 1).isdigit():
+        return f"{float(side[:-2]) * factor:.2f}px"
+    return f"calc({side} * {factor:.4f})"
 
 
 class ZoomView:
@@ -70,16 +71,16 @@ class ZoomView:
         """What is shown (the caller's key), None when hidden."""
 
     def show(self, tile: np.ndarray, original: np.ndarray, *, title: str = "",
-             px: int = ZOOM_PX, key: tuple[str, ...] = ()) -> None:
-        """Show ``tile`` large (``px`` CSS pixels on its longer side) and ``original`` beside it.
-        ``title`` is plain text (escaped here)."""
+             side: str = f"{ZOOM_PX}px", key: tuple[str, ...] = ()) -> None:
+        """Show ``tile`` large, letterboxed in a square box of side ``side`` (a CSS length), and
+        ``original`` beside it. ``title`` is plain text (escaped here)."""
         t, o = to_display(tile), to_display(original)
-        (tw, th), (ow, oh) = zoom_sizes(t.shape[:2], o.shape[:2], px)
-        self.large.value = encode(t, self.fmt, max_side=px * DISPLAY_SCALE)
-        self.original.value = encode(o, self.fmt, max_side=px * DISPLAY_SCALE)
-        self.large.layout.width, self.large.layout.height = f"{tw}px", f"{th}px"
-        self.original.layout.width, self.original.layout.height = f"{ow}px", f"{oh}px"
-        same = max(o.shape[:2]) <= max(t.shape[:2])  # see zoom_sizes
+        factor = original_factor(t.shape[:2], o.shape[:2])
+        self.large.value = encode(t, self.fmt, max_side=ENCODE_MAX_SIDE)
+        self.original.value = encode(o, self.fmt, max_side=ENCODE_MAX_SIDE)
+        self.large.layout.width = self.large.layout.height = side
+        self.original.layout.width = self.original.layout.height = css_times(side, factor)
+        same = max(o.shape[:2]) <= max(t.shape[:2])  # see original_factor
         self.large_caption.value = _caption("this tile", t.shape)
         self.original_caption.value = _caption(
             "original" + ("" if same else " (shown smaller)"), o.shape)

@@ -10,17 +10,18 @@ containers become step probabilities or groups.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..catalog import CATALOG, Catalog
-from ..preset import FORMAT, VERSION, Preset, PresetError, load
+from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, Preset, PresetError, load
+from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
+from .containers import GroupMode, group_mode
 from .rules import Args, Context, Conversion, Refused, Rule, Verdict, fmt, number
 from .source import Call, Parsed
 from .table import rule_for
 
 Status = Literal["imported", "tail", "conversion", "not imported"]
-MAX_GROUP = 8
 _TAIL_ORDER = ("resize_shorter", "crop")
 
 
@@ -85,11 +86,13 @@ Built = list[tuple[list["Imported"], dict[str, Any]]]
 Entry = tuple["Imported | None", "Conversion | None", Built]
 
 
-def groups_supported() -> bool:
-    """Whether the preset format has step groups (one-of / all-or-none) yet."""
-    from .. import preset
+@dataclass
+class _Part:
+    """One transform of a container: the report items it made (its own, and those of the
+    transforms inside it) and the steps it became."""
 
-    return hasattr(preset, "GROUPS")
+    items: list[Imported]
+    steps: Built
 
 
 class Converter:
@@ -188,38 +191,108 @@ class Converter:
         if e.name in ("Compose", "Sequential") and e.library == "torchvision":
             return self._inline(children, ctx, "")
         p = float(number(args["p"], "p")) if args.get("p") is not None else 1.0
-        mode, weights = _group_mode(e, args, children)
-        if mode is None:
-            return self._refused(e, rule, Refused(
-                f"{e.name}(n={args.get('n')}) of {len(children)} transforms: picking several "
-                "of a set has no preset construct", "OneOf (n=1)")), None, []
+        try:
+            how = group_mode(e, args, children)
+        except Refused as r:
+            return self._refused(e, rule, r), None, []
         label = f"{e.name} p={fmt(p)}"
-        item, _, built = self._inline(children, ctx, label, force=e.library == "albumentations"
-                                      and mode == "one_of")
-        if mode == "all" and len(built) <= 1:
+        parts = [self._child(c, ctx, label, how.force) for c in children]
+        if how.pick is None:
+            return self._all_of(e, p, parts)
+        return self._picked(e, p, how, parts, children)
+
+    def _child(self, c: Call, ctx: Context, label: str, force: bool) -> _Part:
+        """One transform of a container: the report items it made and its steps. ``force``:
+        the container applies it whatever its own p (Albumentations' OneOf)."""
+        inner = (rule := rule_for(c.library, c.name)) is not None and rule.kind == "container"
+        if force and inner:
+            c = replace(c, kwargs={**c.kwargs, "p": 1.0})  # its p is a weight, not a coin
+        first = len(self.items)
+        _, _, steps = self._inline([c], ctx, label, force=force and not inner)
+        return _Part(self.items[first:], steps)
+
+    def _all_of(self, e: Call, p: float, parts: list[_Part]) -> Entry:
+        """Every transform, in order, on one coin: one step keeps it as its probability,
+        several become a group that picks them all."""
+        built = [s for part in parts for s in part.steps]
+        item = next((it for part in parts for it in part.items), None)
+        if len(built) <= 1:
             for _, s in built:
                 s["probability"] = round(s["probability"] * p, 6)
             return item, None, built
-        if not groups_supported():
-            what = (f"picks one of {len(children)} transforms per sample" if mode == "one_of"
-                    else f"applies {len(children)} transforms together with one coin")
-            reason = (f"inside {e.name}, which {what}: step groups are not yet supported by "
-                      "the preset format")
-            for it in self.items:
-                if it.inside == label and it.status == "imported":
-                    it.status = "not imported"
-                    it.verdict = Verdict("unsupported", reason=reason)
-                    it.nearest = ("this transform as a step of its own (it then fires on its "
-                                  "own coin: not the same distribution)")
-            return None, None, []
-        if len(built) > MAX_GROUP or (mode == "one_of" and len(built) != len(children)):
-            return self._refused(e, rule, Refused(
-                f"{e.name}: each transform must become one step, at most {MAX_GROUP}")), None, []
-        group: dict[str, Any] = {"group": mode, "probability": p,
-                                 "steps": [s for _, s in built]}
-        if mode == "one_of":
-            group["weights"] = weights
+        nested = [it for part in parts if any(GROUP_KEY in s for _, s in part.steps)
+                  for it in part.items]
+        if nested or len(built) > MAX_CHILDREN:
+            why = ("a group inside a group has no preset construct" if nested else
+                   f"its transforms become {len(built)} steps; a group holds at most "
+                   f"{MAX_CHILDREN}")
+            self._drop([it for part in parts for it in part.items],
+                       f"inside {e.name}, which applies its transforms together: {why}")
+            return item, None, []
+        group = {GROUP_KEY: [s for _, s in built], "probability": p, "pick": len(built)}
         return item, None, [([o for owners, _ in built for o in owners], group)]
+
+    def _picked(self, e: Call, p: float, how: GroupMode, parts: list[_Part],
+                children: list[Call]) -> Entry:
+        """``how.pick`` of the transforms per sample. A transform that is not imported (or
+        is no single step) drops out: with one picked, the group's probability shrinks by
+        its weight so that every other transform keeps its rate exactly; with several, the
+        rates cannot be kept and the whole group is not imported."""
+        weights = how.weights or [1.0] * len(parts)
+        total = sum(weights)
+        kept: list[tuple[_Part, float]] = []
+        for part, c, w in zip(parts, children, weights, strict=True):
+            single = len(part.steps) == 1 and GROUP_KEY not in part.steps[0][1]
+            if single and w >= MIN_WEIGHT * total:
+                kept.append((part, w))
+                continue
+            if w < MIN_WEIGHT * total:
+                self._drop(part.items, f"inside {e.name} with weight {fmt(w)} of {fmt(total)}: "
+                           "picked less than once in a million samples")
+            elif part.steps:
+                self._drop(part.items, f"inside {e.name}, which picks transforms, it becomes "
+                           + ("a group" if len(part.steps) == 1 else f"{len(part.steps)} steps")
+                           + "; a picked transform must be one step")
+            if how.pick > 1:
+                self._drop([it for q in parts for it in q.items],
+                           f"inside {e.name}(n={how.pick}) with {c.name}, which is not "
+                           "imported: the others would be picked more often")
+                return None, None, []
+        item = next((it for part, _ in kept for it in part.items), None)
+        if not kept:
+            return item, None, []
+        share = sum(w for _, w in kept) / total
+        prob = round(p * share, 6)
+        if share < 1:
+            note = (f"{e.name} ({e.where}): fires with p={fmt(prob)} instead of {fmt(p)} for "
+                    "the transforms not imported, so that each imported one keeps its rate")
+            self.notes.append(note)
+            for part, _ in kept:
+                for it in part.items:
+                    it.notes.append(note)
+        if len(kept) == 1:
+            (owners, s), = kept[0][0].steps
+            s["probability"] = round(s["probability"] * prob, 6)
+            return item, None, [(owners, s)]
+        group: dict[str, Any] = {GROUP_KEY: [part.steps[0][1] for part, _ in kept],
+                                 "probability": prob, "pick": how.pick}
+        ws = [w for _, w in kept]
+        if how.weights is not None and len(set(ws)) > 1:
+            fits = all(MIN_WEIGHT <= w <= MAX_WEIGHT for w in ws)
+            group["weights"] = ws if fits else [w / sum(ws) for w in ws]
+        owners = [o for part, _ in kept for o in part.steps[0][0]]
+        return item, None, [(owners, group)]
+
+    def _drop(self, items: list[Imported], reason: str) -> None:
+        """Mark transforms that were converted as not imported after all (their container
+        could not hold them)."""
+        for it in items:
+            if it.status in ("imported", "conversion"):
+                it.status = "not imported"
+                it.verdict = Verdict("unsupported", reason=reason)
+                it.steps = []
+                it.nearest = it.nearest or ("this transform as a step of its own (it then fires "
+                                            "on its own coin: not the same distribution)")
 
     def _inline(self, children: list[Call], ctx: Context, label: str,
                 force: bool = False) -> Entry:
@@ -291,29 +364,6 @@ class Converter:
         name = f"imported from {library}" if library else ""
         return {"format": FORMAT, "version": VERSION, "name": name, "seed": 42, "steps": steps,
                 "output": output}
-
-
-def _group_mode(e: Call, args: Args, children: list[Call]) -> tuple[str | None, list[float]]:
-    n = len(children)
-    if e.name in ("RandomApply", "Sequential"):
-        return "all", []
-    if e.name == "RandomChoice":
-        p = args.get("p")
-        return "one_of", [float(x) for x in p] if p else [1.0] * n
-    if e.name == "OneOf":
-        return "one_of", [float(c.kwargs.get("p", _default_p(c))) for c in children]
-    if e.name == "SomeOf":
-        k = args.get("n", 1)
-        if k == 1:
-            return "one_of", [float(c.kwargs.get("p", _default_p(c))) for c in children]
-        if k >= n and not args.get("replace"):
-            return "all", []
-    return None, []
-
-
-def _default_p(c: Call) -> float:
-    rule = rule_for(c.library, c.name)
-    return float(rule.defaults.get("p", 1.0)) if rule is not None else 1.0
 
 
 def _unknown(e: Call) -> Refused:

@@ -278,3 +278,21 @@ def test_sweeps_come_from_the_declaration(op):
     assert values[0] == pytest.approx(start, abs=p.step)
     assert values[-1] in (lo, hi) and values[-1] != values[0]
     assert plan_row(spec).values == values
+
+
+def test_a_search_finds_aliases_and_says_when_nothing_matches(squares):
+    """It used to report "0 operators in 0.0 s" for a search without match."""
+    small = Catalog([CATALOG[n] for n in ("saturation", "color_twist", "hue")])
+    view = GalleryView(device="cpu", size=128, max_images=1, catalog=small)
+    try:
+        view.set_arrays(squares[:1], ["a"])
+        view.search.value = "grayscale"
+        assert view.wait_idle(60)
+        assert view.shown() == ["saturation"]
+        view.search.value = "colorjiter"
+        assert view.wait_idle(60)
+        assert view.shown() == []
+        assert "no operator matches &#x27;colorjiter&#x27;; did you mean color_twist" in \
+            view.status.value and "0 operators" not in view.status.value
+    finally:
+        view.close()

@@ -80,7 +80,7 @@ def test_export_first_batch_equals_the_preview_through_a_chain(jpeg_set, preview
     render = eng.render(load(CHAIN))
     eng.close()
     exported = _export_batches(load(CHAIN), jpeg_set[0].parent, 8, tmp_path)[:8]
-    for name, a, b in zip(names, render.first_draw(), exported, strict=True):
+    for name, a, b in zip(names[:8], render.first_draw(), exported, strict=True):
         assert np.array_equal(a, b), f"{name}: {np.abs(a.astype(int) - b.astype(int)).max()}"
 
 

@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ (and the served app's, shipped in the package) runs top to bottom in a real kernel (nbclient), so none can rot.
+"""Every notebook in notebooks/ (and the served app's, shipped in the package) runs top to
+bottom in a real kernel (nbclient), so none can rot; copied elsewhere, they still run.
 
 Each run may append check cells that look at what the notebook built (in its own kernel).
 """
@@ -11,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +83,36 @@ def test_notebook_runs(name, tmp_path):
     if name == "export_training.ipynb":
         out = _stream(nb)
         assert "epoch 2: last loss" in out and "batch (8, 3, 64, 64)" in out
+
+
+@pytest.mark.parametrize("name", ["builder.ipynb", "export_training.ipynb"])
+def test_a_notebook_copied_elsewhere_still_finds_the_samples(name, tmp_path):
+    """builder.ipynb named "../gallery/samples": copied elsewhere it previewed nothing and a
+    later cell failed. The notebooks find the samples through the package."""
+    copy = tmp_path / "somewhere" / "else" / name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(PATHS[name].read_bytes())
+    assert "../gallery" not in copy.read_text()
+    env = {"MPLBACKEND": "Agg", "IPYTHONDIR": str(tmp_path / "ipython"),
+           "DALI_GALLERY_EXPORT_DIR": str(tmp_path)}
+    nb = run_notebook(copy, "assert builder.engine.names, 'no images'" if name ==
+                      "builder.ipynb" else None, env)
+    assert not _errors(nb)
+    if name == "builder.ipynb":
+        assert "exported pipeline == preview draw 0 for 6 of 6 images" in _stream(nb)
+
+
+def test_a_missing_image_folder_fails_in_the_cell_that_names_it(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[new_code_cell(
+        "from dali_gallery.widgets import Builder\nBuilder(images='missing/')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "missing.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(CellExecutionError) as info:
+        run_notebook(path, env={"IPYTHONDIR": str(tmp_path / "ipython")})
+    assert "FileNotFoundError" in str(info.value)
+    assert "images='missing/': no such folder or file" in str(info.value)
 
 
 def test_every_notebook_is_covered():

@@ -123,7 +123,9 @@ def test_uploads_bad_ones_listed_and_skipped(builder):
     )
     settle(builder)
     assert builder.engine.names == ["mine.jpg"]
-    assert builder.images_panel.upload.value == ()  # the widget's copy is freed
+    # the widget's copy of the bytes is freed; the button counts the file it loaded
+    assert [(e["name"], bytes(e["content"])) for e in builder.images_panel.upload.value] == \
+        [("mine.jpg", b"")]
     reasons = {p.name: p.reason for p in builder.image_problems}
     assert set(reasons) == {"broken.jpg", "notes.txt", "huge.png"}
     assert "too large" in reasons["huge.png"] and "unsupported" in reasons["notes.txt"]
@@ -146,8 +148,25 @@ def test_upload_limits():
     assert problems[0].name == "b.jpg" and "too large" in problems[0].reason
 
 
-def test_a_missing_image_folder_never_breaks_the_builder(tmp_path: Path):
-    b = make_builder(images=tmp_path / "nope")
+def test_a_missing_image_folder_is_an_error_that_says_so(tmp_path: Path, monkeypatch):
+    """A notebook copied elsewhere used to preview nothing and fail cells later."""
+    monkeypatch.chdir(tmp_path)
+    for missing in ("missing/", tmp_path / "nope", "../gallery/samples"):
+        with pytest.raises(FileNotFoundError, match="no such folder or file") as info:
+            make_builder(images=missing)
+        assert str(missing) in str(info.value) and "samples_dir()" in str(info.value)
+    b = make_builder()
+    try:
+        with pytest.raises(FileNotFoundError, match="'missing/': no such folder or file"):
+            b.set_images("missing/")
+        settle(b)
+        assert b.preview.shape[0] == 3 and b.last_error is None  # the samples stay
+    finally:
+        b.close()
+
+
+def test_missing_files_in_a_list_never_break_the_builder(tmp_path: Path):
+    b = make_builder(images=[tmp_path / "nope.jpg"])
     try:
         assert b.image_problems and "not found" in b.image_problems[0].reason
         assert "no images loaded" in b.status.value
@@ -166,3 +185,102 @@ def test_uploaded_names_are_shown_escaped():
                                    limit=1)
     assert [n for n, _ in items] == ["ok\\n.jpg"]
     assert problems[0].name == "\\x1b[2Jbig.jpg"
+
+
+@pytest.fixture
+def class_folder(tmp_path: Path) -> Path:
+    """root/pets: three class folders of 10 images each (the allowed root is root)."""
+    pets = tmp_path / "root" / "pets"
+    for cls in ("cats", "dogs", "owls"):
+        (pets / cls).mkdir(parents=True)
+        for k in range(10):
+            shutil.copy(SAMPLE_FILES[k % len(SAMPLE_FILES)], pets / cls / f"{cls}_{k:02d}.jpg")
+    return pets
+
+
+def test_a_class_folder_previews_every_class_and_says_how_many_files_it_has(class_folder):
+    """It used to load the first 24 files, list the cap as a broken file and show only the
+    first class."""
+    b = make_builder(images=class_folder.parent, allowed_root=class_folder.parent, max_images=6)
+    try:
+        panel = b.images_panel
+        assert b.open_folder("pets") == []
+        settle(b)
+        assert b.engine.names == ["cats/cats_00.jpg", "dogs/dogs_00.jpg", "owls/owls_00.jpg",
+                                  "cats/cats_01.jpg", "dogs/dogs_01.jpg", "owls/owls_01.jpg"]
+        assert b.image_problems == [] and panel.problems.value == ""
+        assert "of 30 images in 3 class folders" in panel.summary.value
+        assert len(panel.files.options) == 30 and panel.files_box.layout.display is None
+        assert set(panel.files.value) == set(b.engine.names)
+        b.set_count(3)
+        settle(b)
+        assert {n.split("/")[0] for n in b.last_result.names} == {"cats", "dogs", "owls"}
+        # the preview is not the folder's first files: the CLI command says so
+        assert "FOLDER_WITH_THE_SAME_IMAGES" in b.cli_command
+        assert "chosen files of the folder" in b.export.cli.value
+    finally:
+        b.close()
+
+
+def test_the_user_chooses_which_files_to_preview(class_folder):
+    b = make_builder(images=class_folder, max_images=4)
+    try:
+        panel = b.images_panel
+        panel.files.value = ("dogs/dogs_07.jpg", "owls/owls_03.jpg")
+        panel.files_load.click()
+        settle(b)
+        assert b.engine.names == ["dogs/dogs_07.jpg", "owls/owls_03.jpg"]
+        assert b.preview.shape[0] == 2 and b.last_error is None
+        names = list(b.engine.names)
+        panel.files.value = tuple(panel.files.options[k][1] for k in range(5))
+        panel.files_load.click()
+        assert "5 files selected; choose 1 to 4" in panel.summary.value
+        panel.files.value = ()
+        panel.files_load.click()
+        assert "0 files selected" in panel.summary.value
+        assert b.engine.names == names  # refused: the preview keeps its images
+        panel.files.value = tuple(panel.files.options[k][1] for k in range(3))
+        panel.files_load.click()
+        settle(b)
+        assert b.engine.names == ["cats/cats_00.jpg", "cats/cats_01.jpg", "cats/cats_02.jpg"]
+        assert b.cli_command.split("--images ")[1].startswith(str(class_folder.resolve()))
+    finally:
+        b.close()
+
+
+def test_a_flat_folder_larger_than_the_cap_is_counted_not_broken(tmp_path: Path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for k in range(30):
+        shutil.copy(SAMPLE_FILES[k % len(SAMPLE_FILES)], flat / f"img_{k:02d}.jpg")
+    b = make_builder(images=flat)
+    try:
+        settle(b)
+        assert b.image_problems == [] and b.engine.names == ["img_00.jpg", "img_01.jpg",
+                                                             "img_02.jpg"]
+        assert "of 30 images" in b.images_panel.summary.value
+        assert b.cli_command.split("--images ")[1].startswith(str(flat.resolve()))
+        # a list of files beyond the cap: the rest are said to be left out, not broken
+        b.set_images(sorted(flat.iterdir()))
+        settle(b)
+        capped = [p for p in b.image_problems if p.over_limit]
+        assert len(capped) == 1 and "only 24 images are loaded at once" in capped[0].reason
+        assert "skipped" not in b.images_panel.problems.value.split("only 24")[0]
+        assert "dg-error" not in b.images_panel.problems.value
+    finally:
+        b.close()
+
+
+def test_the_upload_button_counts_the_uploaded_images(builder):
+    panel = builder.images_panel
+    good = SAMPLE_FILES[0].read_bytes()
+    browser_upload(panel.upload, upload("a.jpg", good), upload("b.jpg", good))
+    settle(builder)
+    assert len(panel.upload.value) == 2  # the button reads "upload images (2)"
+    assert all(bytes(e["content"]) == b"" for e in panel.upload.value)
+    browser_upload(panel.upload, upload("bad.jpg", b"\xff\xd8 nope"))
+    settle(builder)
+    assert [e["name"] for e in panel.upload.value] == ["a.jpg", "b.jpg"]  # still shown
+    panel.samples.click()
+    settle(builder)
+    assert panel.upload.value == ()  # "upload images (0)": the samples are shown now

@@ -118,3 +118,31 @@ def test_in_a_kernel_enter_waits_for_the_typed_text(builder, monkeypatch):
     assert [d for d, _ in timers] == [picker_module.SUBMIT_DELAY_S]
     timers[0][1]()
     assert builder.preset.steps[-1].op == "grid_mask"
+
+
+def test_common_names_find_their_operator(builder):
+    """Words people type, from torchvision / albumentations and plain English."""
+    picker = builder.picker
+    for text, op in [("gray", "saturation"), ("grayscale", "saturation"), ("grey", "saturation"),
+                     ("ToGray", "saturation"), ("color jitter", "color_twist"),
+                     ("Colour-Jitter", "color_twist"), ("RandomErasing", "erase"),
+                     ("cutout", "erase"), ("GaussNoise", "noise.gaussian"),
+                     ("random resized crop", "random_resized_crop"), ("fisheye", "sphere")]:
+        picker.search.value = text
+        assert picker.matches()[0] == op, (text, picker.matches())
+        assert picker.items[op].widget in picker.results.children
+        assert f"Enter adds <b>{op}</b>" in picker.hint.value, text
+
+
+def test_a_search_without_match_says_so_and_suggests(builder):
+    """It used to say nothing useful ("0 operators ...")."""
+    picker = builder.picker
+    picker.search.value = "colorjiter"
+    assert picker.results.children == ()
+    assert "no operator matches &#x27;colorjiter&#x27;; did you mean color_twist" in \
+        picker.hint.value
+    picker.search.value = "zzqx"
+    assert "no operator matches &#x27;zzqx&#x27;; try a transform name" in picker.hint.value
+    n = len(builder.preset.steps)
+    assert picker.submit() is None and len(builder.preset.steps) == n
+    assert "no operator matches" in picker.hint.value
