@@ -190,8 +190,9 @@ class Converter:
         children = [c for c in (args.get("transforms") or []) if isinstance(c, Call)]
         if e.name in ("Compose", "Sequential") and e.library == "torchvision":
             return self._inline(children, ctx, "")
-        p = float(number(args["p"], "p")) if args.get("p") is not None else 1.0
-        try:
+        try:  # RandomChoice's p are its weights: it fires always
+            p = 1.0 if args.get("p") is None or e.name == "RandomChoice" else \
+                number(args["p"], "p")
             how = group_mode(e, args, children)
         except Refused as r:
             return self._refused(e, rule, r), None, []
