@@ -3,7 +3,8 @@
 Each step is written by the first rule of the target library whose ``reverse`` accepts it
 (the same table the import reads), so importing the written code gives the same steps back. A
 step with no equivalent is kept as a comment naming it; the output tail becomes the library's
-resize, centre crop, dtype conversion and normalisation.
+resize, centre crop, dtype conversion and normalisation. A group becomes the container the
+importer reads back into the same group (:mod:`.containers`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog import CATALOG, Catalog
-from ..preset import Preset, load
+from ..preset import GROUP_KEY, Preset, load
 from .rules import fmt
 from .table import all_rules
 
@@ -35,6 +36,43 @@ def step_code(step: dict[str, Any], library: str) -> str | None:
     return None
 
 
+def group_code(group: dict[str, Any], library: str) -> str | None:
+    """Library code for a group (as a dict), or None without an equivalent: all children
+    on one coin (RandomApply / Sequential), one of them (RandomChoice / OneOf) or n of them
+    uniformly (Albumentations' SomeOf)."""
+    kids = [(j, c) for j, c in enumerate(group[GROUP_KEY]) if c.get("enabled", True)]
+    raw = group.get("weights")
+    weights = [raw[j] for j, _ in kids] if raw is not None else [1.0] * len(kids)
+    p, pick, tv = float(group["probability"]), group["pick"], library == "torchvision"
+    if max(weights) > 1 and not tv:  # Albumentations takes a p in [0, 1]; ratios count
+        weights = [w / sum(weights) for w in weights]
+    if pick == 1 and not tv:  # OneOf: a child's p is its weight and the picked one is forced
+        codes = [step_code({**c, "probability": w}, library) if c["probability"] >= 1 else
+                 _wrapped(step_code(c, library), w) for (_, c), w in zip(kids, weights,
+                                                                         strict=True)]
+    else:
+        codes = [step_code(c, library) for _, c in kids]
+    if any(c is None for c in codes):
+        return None
+    inner = "[" + ", ".join(str(c) for c in codes) + "]"
+    if pick >= len(kids):
+        return f"v2.RandomApply({inner}, p={fmt(p)})" if tv else \
+            f"A.Sequential({inner}, p={fmt(p)})"
+    if pick > 1:
+        return None if tv or raw is not None else f"A.SomeOf({inner}, n={pick}, p={fmt(p)})"
+    if not tv:
+        return f"A.OneOf({inner}, p={fmt(p)})"
+    ws = "" if raw is None else ", p=[" + ", ".join(fmt(w) for w in weights) + "]"
+    code = f"v2.RandomChoice({inner}{ws})"
+    return code if p >= 1 else f"v2.RandomApply([{code}], p={fmt(p)})"
+
+
+def _wrapped(code: str | None, weight: float) -> str | None:
+    """A child that fires with its own p inside Albumentations' OneOf: a Sequential whose p
+    is the child's weight (OneOf forces it; the child inside keeps its p)."""
+    return None if code is None else f"A.Sequential([{code}], p={fmt(weight)})"
+
+
 def to_library_code(preset: Preset | dict[str, Any] | str, library: str,
                     catalog: Catalog = CATALOG) -> str:
     """A module that defines ``transform``: the preset's steps in ``library``."""
@@ -46,10 +84,10 @@ def to_library_code(preset: Preset | dict[str, Any] | str, library: str,
     missing = 0
     for i, s in preset.active_steps():
         d = s.to_dict()
-        code = step_code(d, library) if "op" in d else None
+        code = step_code(d, library) if "op" in d else group_code(d, library)
         if code is None:
             missing += 1
-            lines.append(f"# step {i} ({d.get('op', 'group')}): no {library} equivalent")
+            lines.append(f"# step {i} ({d.get('op', GROUP_KEY)}): no {library} equivalent")
         else:
             lines.append(code + ",")
     lines += _tail(preset, library)

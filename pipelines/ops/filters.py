@@ -16,6 +16,14 @@ _KERNELS = {
 
 _GPU_ONLY = "DALI 2.4 implements it only on the GPU"
 
+_MORPHOLOGY = (
+    Param("mask_size", "int", 3, "Structuring element side", bounds=(1, 31), slider=(1, 9),
+          step=1, unit="px", runtime=True, dali_arg="mask_size"),
+    Param("iterations", "int", 1, "Repetitions", bounds=(1, 16), slider=(1, 5), step=1,
+          dali_arg="iterations"),
+)
+"""The parameters dilation and erosion share (DALI gives both the same arguments)."""
+
 OPS = [
     OpSpec(
         "gaussian_blur",
@@ -81,12 +89,7 @@ OPS = [
         "blur/filter",
         "Morphological dilation (grows bright regions).",
         "fn.experimental.dilate({x}, mask_size={mask_size}, iterations={iterations})",
-        (
-            Param("mask_size", "int", 3, "Structuring element side", bounds=(1, 31),
-                  slider=(1, 9), step=1, unit="px", runtime=True, dali_arg="mask_size"),
-            Param("iterations", "int", 1, "Repetitions", bounds=(1, 16), slider=(1, 5), step=1,
-                  dali_arg="iterations"),
-        ),
+        _MORPHOLOGY,
         devices=frozenset({"gpu"}),
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",
@@ -98,12 +101,7 @@ OPS = [
         "blur/filter",
         "Morphological erosion (grows dark regions).",
         "fn.experimental.erode({x}, mask_size={mask_size}, iterations={iterations})",
-        (
-            Param("mask_size", "int", 3, "Structuring element side", bounds=(1, 31),
-                  slider=(1, 9), step=1, unit="px", runtime=True, dali_arg="mask_size"),
-            Param("iterations", "int", 1, "Repetitions", bounds=(1, 16), slider=(1, 5), step=1,
-                  dali_arg="iterations"),
-        ),
+        _MORPHOLOGY,
         devices=frozenset({"gpu"}),
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",

@@ -32,6 +32,7 @@ def test_the_selected_shard_previews_what_that_shard_trains_on(same_images, tmp_
     try:
         b.add_step("rotate", angle={"uniform": [-40, 40]})
         b.add_step("hsv", hue={"uniform": [-30, 30]})
+        b.output_panel.show.value = True  # what trains goes through the training output too
         settle(b)
         shard0 = [b.last_result.render.tile(i, 0) for i in range(2)]
         b.shards.count_box.value = 2  # through the widgets, as a user does
