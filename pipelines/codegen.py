@@ -65,6 +65,9 @@ class Record:
     step: int
     param: str  # parameter name, or "fired" (for a group's child: it ran on the sample)
     child: int | None = None
+    expr: str | None = None
+    """The expression the chain returns for it, when that is not the variable named after
+    it (one level of a draw of several values per sample: ``op_3[1]``)."""
 
 
 @dataclass
@@ -183,6 +186,8 @@ def _comment(text: str) -> str:
 
 
 def _record_var(r: Record) -> str:
+    if r.expr is not None:
+        return r.expr
     tag = f"{r.step}" if r.child is None else f"{r.step}_{r.child}"
     if r.param == "fired":
         return f"fired_{tag}" if r.child is None else f"ran_{tag}"
@@ -201,6 +206,7 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
     head = f"step {at.step}" if at.child is None else f"step {at.step}, child {at.child}"
     lines = [_comment(f"# {head}: {spec.name}{_p_note(step.probability, mode)}: {spec.doc}")]
     args: dict[str, str] = {}
+    first_record = len(chain.records)
     for k, p in enumerate(spec.params, start=1):
         value = step.params[p.name]
         var = f"{p.name}_{at.tag}"
@@ -230,14 +236,21 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
             args[p.name] = f'P("{name}", {_dtype(p)})'
         else:
             args[p.name] = literal(p, value)
-    call = spec.call_source({"x": "images", "seed": f"_op_seed(seed, {at.slot(OP_SLOT)})",
-                             **args})
+    op_seed = f"_op_seed(seed, {at.slot(OP_SLOT)})"
+    for d in spec.draws:  # choices the operator makes, drawn here so that they are recorded
+        var = f"{d.name}_{at.tag}"
+        lines.append(f"{var} = {spec.draw_source(d, {'seed': op_seed, **args})}")
+        for name, k in d.records(step.params):
+            chain.records.append(Record(at.step, name, at.child,
+                                        None if k is None else f"{var}[{k}]"))
+        args[d.name] = var
+    call = spec.call_source({"x": "images", "seed": op_seed, **args})
     conditions = list(when or [])
     if step.probability < 1:
         lines.append(_coin(at, step.probability, mode, chain))
         conditions.append(f"fired_{at.tag}")
         if at.child is None:
-            chain.records.insert(len(chain.records) - _n_random(step), Record(at.step, "fired"))
+            chain.records.insert(first_record, Record(at.step, "fired"))
     if not conditions:
         lines.append(f"images = {call}")
         return lines
@@ -298,30 +311,24 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
         for m, (j, _) in enumerate(active):
             when[j].append(f"(pick_{i} == {m})")
     else:
-        keys = []
-        for j, _ in active:
-            power = ""
+        for j, _ in active:  # weighted draws without replacement: the largest u ** (1 / w)
+            lines.append(f"key_{i}_{j} = fn.random.uniform(range=[0.0, 1.0], "
+                         f"seed=_op_seed(seed, {seed_slot(i, KEY_SLOTS + j)}))")
             if weighted and mode == "preview":
                 name = feed_name(i, "exponent", child=j)
                 chain.feeds.append(Feed(name, i, "exponent", "FLOAT", "exponent", j))
-                power = f' ** P("{name}", types.FLOAT)'
+                lines.append(f'key_{i}_{j} = key_{i}_{j} ** P("{name}", types.FLOAT)')
             elif weighted:
-                power = f" ** {1.0 / group.weights[j]!r}"
-            lines.append(f"key_{i}_{j} = fn.random.uniform(range=[0.0, 1.0], "
-                         f"seed=_op_seed(seed, {seed_slot(i, KEY_SLOTS + j)})){power}")
-            keys.append(f"key_{i}_{j}")
+                lines.append(f"key_{i}_{j} = key_{i}_{j}**{1.0 / group.weights[j]!r}")
+        lines.append(f"keys_{i} = [{', '.join(f'key_{i}_{j}' for j, _ in active)}]")
         for m, (j, _) in enumerate(active):
-            when[j].append(f"_picked([{', '.join(keys)}], {m}, {group.pick})")
+            when[j].append(f"_picked(keys_{i}, {m}, {group.pick})")
     for j, child in active:
         spec = catalog[child.op]
         lines.extend(_step_lines(_At(i, j), child, spec, mode, chain, when[j]))
         chain.conditionals |= spec.conditionals
         chain.checkpoints &= spec.checkpoints
     return lines
-
-
-def _n_random(step: Step) -> int:
-    return sum(isinstance(v, (Uniform, Choice)) for v in step.params.values())
 
 
 def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CATALOG) -> tuple[

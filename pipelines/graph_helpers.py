@@ -81,8 +81,8 @@ def _bin(magnitude_bin, random_sign, seed):
 
 
 def _picked(keys, j, n):
-    """Whether keys[j] is among the n largest of a group's per-sample keys (ties go to the
-    earlier child): child j of a group that applies n of its children."""
+    """Whether keys[j] is among the n largest of a group's keys (ties go to the earlier
+    child): child j of a group that applies n of its children."""
     above = 0  # an integer first: DALI refuses to add two booleans
     for m, key in enumerate(keys):
         if m != j:

@@ -16,15 +16,16 @@ from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
 from .custom_code import CustomCode, check_together, import_lines, module_text
 from .custom_probe import wrapper_source
+from .ops import auto_aug_graph
 from .preset import Output, Preset
 
 TAIL_SLOT = 1_000_000
 """Seed slot of the training tail's mirror coin (far from every step's slots)."""
 
 _HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
-            "_const", "_bin", "_picked")
+            "_const", "_bin", "_picked", *auto_aug_graph.HELPERS)
 _HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
-                "_inputs": ("_node",)}
+                "_inputs": ("_node",), **auto_aug_graph.DEPS}
 
 
 def used_helpers(code: str) -> list[str]:
@@ -64,7 +65,12 @@ def _import_order(line: str) -> tuple[str, str]:
 
 
 def helper_source(names: list[str]) -> str:
-    return "\n\n\n".join(inspect.getsource(getattr(graph_helpers, n)).rstrip() for n in names)
+    return "\n\n\n".join(inspect.getsource(_helper(n)).rstrip() for n in names)
+
+
+def _helper(name: str) -> object:
+    """A graph helper by name: a general one, or one of the auto-augment policies'."""
+    return getattr(graph_helpers, name, None) or getattr(auto_aug_graph, name)
 
 
 def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
@@ -91,8 +97,9 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
         if len(line) > LINE_LIMIT:
             line = "from nvidia.dali.auto_aug import (\n" + "".join(f"    {m},\n" for m in aa) + ")"
         lines.append(line)
-    if "signed_bin(" in code:
-        lines.append("from nvidia.dali.auto_aug.core import signed_bin")
+    core = [n for n in ("select", "signed_bin") if re.search(rf"(?<![\w.]){n}\(", code)]
+    if core:
+        lines.append(f"from nvidia.dali.auto_aug.core import {', '.join(core)}")
     if "DataNode" in code:
         lines.append("from nvidia.dali.data_node import DataNode")
     return lines

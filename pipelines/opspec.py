@@ -13,6 +13,7 @@ from typing import Any
 
 from .canvas import SAME, Canvas
 from .custom_code import CustomCode
+from .draws import Draw
 from .params import Param
 
 CATEGORIES = (
@@ -81,12 +82,19 @@ class OpSpec:
     """Other names people search for: the torchvision / albumentations transforms the operator
     stands in for and common words ("grayscale"); the picker's search reads them
     (:mod:`pipelines.op_search`)."""
+    draws: tuple[Draw, ...] = ()
+    """Choices the operator makes per sample that the chain draws and records (which
+    augmentation a policy applies): each is a ``{<name>}`` placeholder of ``call``
+    (:mod:`pipelines.draws`)."""
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"{self.name}: unknown category {self.category!r}")
         names = [p.name for p in self.params]
-        used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed"}
+        used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed"} - {d.name for d in self.draws}
+        for d in self.draws:
+            if not set(PLACEHOLDER.findall(d.source)) <= {*names, "seed"}:
+                raise ValueError(f"{self.name}: draw {d.name!r} uses unknown placeholders")
         if used != set(names):
             raise ValueError(
                 f"{self.name}: template placeholders {sorted(used)} != parameters {sorted(names)}"
@@ -121,6 +129,11 @@ class OpSpec:
         """The ``call`` template with every placeholder replaced by its source in ``args``
         (``x``, ``seed`` when the operator is seeded, and each parameter)."""
         return PLACEHOLDER.sub(lambda m: args[m.group(1)], self.call)
+
+    def draw_source(self, draw: Draw, args: Mapping[str, str]) -> str:
+        """The source of one of the operator's ``draws``, its placeholders replaced as in
+        :meth:`call_source`."""
+        return PLACEHOLDER.sub(lambda m: args[m.group(1)], draw.source)
 
     def unavailable_on(self, device: str) -> str | None:
         """Why the operator cannot run on ``device`` (None when it can): the one sentence the

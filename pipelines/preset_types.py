@@ -97,7 +97,8 @@ class Step:
 @dataclass
 class Group:
     """A step that applies ``pick`` distinct children per sample, drawn by ``weights`` (None:
-    equal), in list order; ``pick`` = all children applies them together on one coin.
+    equal), in list order; a ``pick`` of all the enabled children (or more: some are
+    disabled) applies them together on one coin.
 
     The group fires with ``probability``; a picked child then fires with its own probability
     (Albumentations' SomeOf; its OneOf force-applies the child: the importer sets those to 1).

@@ -270,14 +270,13 @@ def _validate_group(i: int, raw: dict[str, Any], catalog: Catalog,
         if child is not None:
             children.append(child)
     weights = _validate_weights(where, raw.get("weights"), len(raw_children), problems)
-    active = sum(not isinstance(c, dict) or c.get("enabled") is not False for c in raw_children)
     pick = raw.get("pick", 1)
-    if not _is_int(pick) or not 1 <= pick <= active:
+    if not _is_int(pick) or not 1 <= pick <= len(raw_children):
         problems.append(f"{where}: pick {quote(pick)} is not allowed; expected an integer "
-                        f"from 1 to {active}, the number of enabled children"
-                        if active else f"{where}: every child is disabled; enable at least "
-                        "one, or disable the group")
+                        f"from 1 to {len(raw_children)}, the number of children")
         pick = 1
+    if all(isinstance(c, dict) and c.get("enabled") is False for c in raw_children):
+        problems.append(f"{where}: every child is disabled; enable one, or disable the group")
     if len(children) < len(raw_children):
         return None
     return Group(children, probability, enabled, weights, int(pick))

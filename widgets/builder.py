@@ -35,6 +35,7 @@ from . import style
 from .autosave import Autosave
 from .builder_layout import build_layout
 from .export_panel import slug
+from .group_card import GroupCard, card_key, make_card
 from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
 from .live import LivePreview, check_size
@@ -71,7 +72,7 @@ class Builder:
         self.model = ChainModel(load(preset, catalog) if preset is not None else None, catalog)
         self.allowed_root = Path(allowed_root).resolve() if allowed_root is not None else None
         self.autosave = Autosave(autosave) if autosave is not None else None
-        self.cards: list[StepCard] = []
+        self.cards: list[StepCard | GroupCard] = []
         self.image_problems: list[ImageProblem] = []
         self._ui = threading.RLock()
         self._code: tuple[str, str] = ("", "")
@@ -265,19 +266,20 @@ class Builder:
 
     def _sync_cards(self) -> None:
         steps = self.model.preset.steps
-        if [s.op for s in steps] == [c.spec.name for c in self.cards]:
+        if [card_key(s) for s in steps] == [c.key for c in self.cards]:
             for card, step in zip(self.cards, steps, strict=True):
-                card.sync(step)
+                card.sync(step)  # type: ignore[arg-type]  # same keys: same kinds
             return
         collapsed = _collapsed_by_op(self.cards)
         old, self.cards = self.cards, []
-        seen: dict[str, int] = {}
+        seen: dict[Any, int] = {}
         for i, step in enumerate(steps):
-            k = seen[step.op] = seen.get(step.op, -1) + 1
-            self.cards.append(StepCard(
-                i, step, self.catalog[step.op], self, count=len(steps),
-                collapsed=collapsed.get((step.op, k), False),
-                unavailable=self.picker.items[step.op].reason))
+            key = card_key(step)
+            k = seen[key] = seen.get(key, -1) + 1
+            self.cards.append(make_card(
+                i, step, self, self.model, self.catalog, count=len(steps),
+                collapsed=collapsed.get((key, k), False),
+                unavailable=lambda op: self.picker.items[op].reason))
         empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
         self.chain.children = [c.widget for c in self.cards] or [empty]
         for card in old:
@@ -375,11 +377,11 @@ class Builder:
             self.notice.value = escape(self.autosave.error)
 
 
-def _collapsed_by_op(cards: list[StepCard]) -> dict[tuple[str, int], bool]:
-    """Collapse state by (operator, occurrence), carried across card rebuilds."""
-    out: dict[tuple[str, int], bool] = {}
-    seen: dict[str, int] = {}
+def _collapsed_by_op(cards: list[StepCard | GroupCard]) -> dict[tuple[Any, int], bool]:
+    """Collapse state by (operator or group, occurrence), carried across card rebuilds."""
+    out: dict[tuple[Any, int], bool] = {}
+    seen: dict[Any, int] = {}
     for c in cards:
-        k = seen[c.spec.name] = seen.get(c.spec.name, -1) + 1
-        out[(c.spec.name, k)] = c.collapsed
+        k = seen[c.key] = seen.get(c.key, -1) + 1
+        out[(c.key, k)] = c.collapsed
     return out

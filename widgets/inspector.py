@@ -17,7 +17,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.engine import SampleRecord
-from dali_gallery.pipelines.preset import Preset, is_random
+from dali_gallery.pipelines.preset import GROUP_KEY, Group, Preset, is_random
 
 from . import style
 from .encode import histogram_png
@@ -35,6 +35,8 @@ class StepReport:
     fired: bool | None
     values: list[tuple[str, Any, bool]] = field(default_factory=list)
     """(parameter, value, drawn per sample?)"""
+    child: int | None = None
+    """This is child ``child`` of the group at ``index`` (``fired``: it ran on the sample)."""
 
 
 def tile_report(preset: Preset, record: SampleRecord,
@@ -42,21 +44,35 @@ def tile_report(preset: Preset, record: SampleRecord,
     """Every step of ``preset`` for the sample behind ``record``."""
     out = []
     for i, step in enumerate(preset.steps):
-        spec = catalog[step.op]
         fired = record.fired.get(i, True) if step.enabled else None
-        drawn = record.values.get(i, {})
-        values = []
-        for p in spec.params:
-            v = step.params[p.name]
-            if p.name in drawn:
-                value = drawn[p.name]
-                if p.kind == "bool":
-                    value = bool(value)
-                values.append((p.name, value, True))
-            elif not is_random(v):
-                values.append((p.name, v, False))
-        out.append(StepReport(i, step.op, step.enabled, step.probability, fired, values))
+        if isinstance(step, Group):  # the group's row, then one row per child
+            ran = [c.op for j, c in step.active_children() if record.child_ran(i, j)]
+            out.append(StepReport(i, GROUP_KEY, step.enabled, step.probability, fired,
+                                  [("ran", ", ".join(ran) or "none", True)]))
+            for j, c in enumerate(step.children):
+                on = step.enabled and c.enabled
+                drawn = record.child_values.get(i, {}).get(j, {})
+                out.append(StepReport(i, c.op, on, c.probability, record.child_ran(i, j)
+                                      if on else None, _values(catalog, c, drawn), j))
+            continue
+        out.append(StepReport(i, step.op, step.enabled, step.probability, fired,
+                              _values(catalog, step, record.values.get(i, {}))))
     return out
+
+
+def _values(catalog: Catalog, step: Any, drawn: dict[str, Any]) -> list[tuple[str, Any, bool]]:
+    """(parameter, value, drawn?) of a step: what the sample drew, or the fixed value."""
+    values = []
+    for p in catalog[step.op].params:
+        v = step.params[p.name]
+        if p.name in drawn:
+            value = drawn[p.name]
+            if p.kind == "bool":
+                value = bool(value)
+            values.append((p.name, value, True))
+        elif not is_random(v):
+            values.append((p.name, v, False))
+    return values
 
 
 def report_html(reports: list[StepReport]) -> str:
@@ -67,6 +83,9 @@ def report_html(reports: list[StepReport]) -> str:
     for r in reports:
         if r.fired is None:
             state, colour = "disabled", "#888"
+        elif r.child is not None:
+            state, colour = (("ran", "#2e7d32") if r.fired else
+                             ("not applied (not picked, or its own p)", "#c62828"))
         elif r.fired:
             state = "fired" if r.probability < 1 else "always"
             colour = "#2e7d32"
@@ -76,7 +95,9 @@ def report_html(reports: list[StepReport]) -> str:
             f"{escape(n)}=<b>{escape(_fmt(v))}</b>{'*' if drawn else ''}"
             for n, v, drawn in r.values) or "&ndash;"
         prob = "" if r.probability >= 1 else f" (p={r.probability:g})"
-        rows.append(f"<tr><td>{r.index}</td><td>{escape(r.op)}{prob}</td>"
+        index, op = (r.index, escape(r.op)) if r.child is None else (
+            f"{r.index}.{r.child}", f"&#8627; {escape(r.op)}")
+        rows.append(f"<tr><td>{index}</td><td>{op}{prob}</td>"
                     f'<td style="color:{colour}">{state}</td><td>{vals}</td></tr>')
     return ('<table style="font-size:12px;border-collapse:collapse" cellpadding="3">'
             "<tr><th>#</th><th>step</th><th>on this tile</th><th>values "

@@ -17,8 +17,10 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.preset import (
+    GROUP_KEY,
     IMAGENET_OUTPUT,
     Choice,
+    Group,
     Preset,
     PresetError,
     Uniform,
@@ -35,11 +37,13 @@ ChangeKind = Literal["structure", "value", "seed", "meta", "restore"]
 @dataclass(frozen=True)
 class Change:
     """What an edit touched. ``structure``: steps added, removed, moved, enabled or disabled;
-    ``value``: a parameter or probability of step ``step``; ``restore``: undo, redo or load."""
+    ``value``: a parameter or probability of step ``step`` (of its child ``child`` when the
+    step is a group); ``restore``: undo, redo or load."""
 
     kind: ChangeKind
     step: int | None = None
     param: str | None = None
+    child: int | None = None
 
 
 Listener = Callable[[Change], None]
@@ -116,32 +120,79 @@ class ChainModel:
         self._commit(data, Change("structure", target))
         return target
 
-    def set_param(self, index: int, name: str, value: Any) -> None:
-        """Set one parameter: a literal, a :class:`Uniform`/:class:`Choice`, or their JSON."""
-        self._check_index(index)
-        spec = self.catalog[self._preset.steps[index].op]
+    def set_param(self, index: int, name: str, value: Any, child: int | None = None) -> None:
+        """Set one parameter (of child ``child`` of a group): a literal, a
+        :class:`Uniform`/:class:`Choice`, or their JSON."""
+        step = self._step(index, child)
+        spec = self.catalog[step.op]
         if name not in {p.name for p in spec.params}:
             allowed = ", ".join(p.name for p in spec.params) or "none"
-            raise PresetError([f"step {index} ({spec.name}): unknown parameter {name!r} "
-                               f"(parameters: {allowed})"])
+            raise PresetError([f"{_where(index, child)} ({spec.name}): unknown parameter "
+                               f"{name!r} (parameters: {allowed})"])
         data = self._data()
-        data["steps"][index]["params"][name] = _json_value(value)
+        _raw(data, index, child)["params"][name] = _json_value(value)
         # one undo entry per drag; switching fixed / range / list starts a new one
-        key = ("param", index, name, type(value).__name__)
-        self._commit(data, Change("value", index, name), key=key)
+        key = ("param", index, child, name, type(value).__name__)
+        self._commit(data, Change("value", index, name, child), key=key)
 
-    def set_probability(self, index: int, probability: float) -> None:
-        self._check_index(index)
+    def set_probability(self, index: int, probability: float,
+                        child: int | None = None) -> None:
+        old = self._step(index, child).probability
         data = self._data()
-        data["steps"][index]["probability"] = probability
-        old = self._preset.steps[index].probability
+        _raw(data, index, child)["probability"] = probability
         kind: ChangeKind = "structure" if (old >= 1) != (probability >= 1) else "value"
-        self._commit(data, Change(kind, index, "probability"), key=("probability", index))
+        self._commit(data, Change(kind, index, "probability", child),
+                     key=("probability", index, child))
 
-    def set_enabled(self, index: int, enabled: bool) -> None:
-        self._check_index(index)
+    def set_enabled(self, index: int, enabled: bool, child: int | None = None) -> None:
+        self._step(index, child)
         data = self._data()
-        data["steps"][index]["enabled"] = enabled
+        _raw(data, index, child)["enabled"] = enabled
+        self._commit(data, Change("structure", index, child=child))
+
+    # ---- groups -------------------------------------------------------------------------------
+
+    def set_weight(self, index: int, child: int, weight: float) -> None:
+        """The weight of one child of a group (the others keep theirs; equal until set)."""
+        group = self._group(index)
+        self._step(index, child)
+        data = self._data()
+        weights = list(group.weights) if group.weights is not None else \
+            [1.0] * len(group.children)
+        weights[child] = _json_value(weight)
+        data["steps"][index]["weights"] = weights
+        self._commit(data, Change("value", index, "weights", child),
+                     key=("weight", index, child))
+
+    def set_pick(self, index: int, pick: int) -> None:
+        """How many distinct children the group applies per sample."""
+        self._group(index)
+        data = self._data()
+        data["steps"][index]["pick"] = pick
+        self._commit(data, Change("structure", index, "pick"))
+
+    def group_steps(self, index: int, count: int = 2) -> int:
+        """Make steps ``index`` to ``index + count - 1`` one group that applies one of them
+        per sample (equal weights); returns its index."""
+        self._check_index(index)
+        if index + count > len(self) or count < 2:
+            raise PresetError([f"steps {index} to {index + count - 1}: a group needs 2 or more "
+                               f"steps of the chain; it has {len(self)}"])
+        data = self._data()
+        children = data["steps"][index:index + count]
+        if any(GROUP_KEY in c for c in children):
+            raise PresetError([f"steps {index} to {index + count - 1}: a group inside a group "
+                               "is not allowed"])
+        data["steps"][index:index + count] = [{GROUP_KEY: children, "probability": 1.0}]
+        self._commit(data, Change("structure", index))
+        return index
+
+    def ungroup(self, index: int) -> None:
+        """Put a group's children back into the chain as steps of their own, in its place
+        (each then fires on its own coin)."""
+        self._group(index)
+        data = self._data()
+        data["steps"][index:index + 1] = data["steps"][index][GROUP_KEY]
         self._commit(data, Change("structure", index))
 
     def set_seed(self, seed: int) -> None:
@@ -184,6 +235,26 @@ class ChainModel:
     def _data(self) -> dict[str, Any]:
         return self._preset.to_dict()
 
+    def _step(self, index: int, child: int | None) -> Any:
+        """Step ``index``, or child ``child`` of the group there (IndexError if none)."""
+        self._check_index(index)
+        step = self._preset.steps[index]
+        if child is None:
+            return step
+        if not isinstance(step, Group):
+            raise IndexError(f"step {index} ({step.op}) is not a group; it has no child {child!r}")
+        if isinstance(child, bool) or not isinstance(child, int) or \
+                not 0 <= child < len(step.children):
+            raise IndexError(f"child {child!r} of step {index} does not exist; the group has "
+                             f"{len(step.children)} (0 to {len(step.children) - 1})")
+        return step.children[child]
+
+    def _group(self, index: int) -> Group:
+        step = self._step(index, None)
+        if not isinstance(step, Group):
+            raise IndexError(f"step {index} ({step.op}) is not a group")
+        return step
+
     def _check_index(self, index: int, insert: bool = False) -> int:
         n = len(self) + (1 if insert else 0)
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
@@ -202,6 +273,16 @@ class ChainModel:
             self.history.record(preset.to_json(indent=None), key)
         for fn in list(self._listeners):
             fn(change)
+
+
+def _raw(data: dict[str, Any], index: int, child: int | None) -> dict[str, Any]:
+    """The document dict of step ``index`` or of its child ``child``."""
+    step = data["steps"][index]
+    return step if child is None else step[GROUP_KEY][child]
+
+
+def _where(index: int, child: int | None) -> str:
+    return f"step {index}" if child is None else f"step {index} ({GROUP_KEY}), child {child}"
 
 
 def _json_value(value: Any) -> Any:

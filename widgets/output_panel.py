@@ -81,7 +81,7 @@ class OutputPanel:
         self.layout = w.Dropdown(options=LAYOUTS, description="layout", style=_NARROW,
                                  layout=w.Layout(width="170px"))
         self.dtype = w.Dropdown(options=DTYPES, description="dtype", style=_NARROW,
-                                layout=w.Layout(width="170px"))
+                                layout=w.Layout(width="190px"))
         self.mirror = w.FloatText(description="mirror prob.", style=_NARROW, step=0.05,
                                   tooltip="probability of a horizontal flip in the tail (0-1)",
                                   layout=w.Layout(width="170px"))
@@ -97,7 +97,9 @@ class OutputPanel:
         self.enabled.observe(self._on_enabled, "value")
         self.show.observe(self._on_show, "value")
         self.widget = style.classed(w.VBox([
-            w.HBox([w.HTML("<b>Training output</b>"), self.enabled, self.show],
+            w.HBox([w.HTML("<b>Training output</b>", layout=w.Layout(width="auto",
+                                                                  margin="0 12px 0 0")),
+                    self.enabled, self.show],
                    layout=w.Layout(align_items="center")),
             self.fields, self.problems, self.status]), style.OUTPUT)
         model.listen(self._on_change)
@@ -115,11 +117,6 @@ class OutputPanel:
         self.show.disabled = out is None
         self._check(preset)
 
-    @property
-    def warning(self) -> str | None:
-        """The mixed-size warning for the current pipeline (None: one size per batch)."""
-        return mixed_size_warning(self.model.preset, self.catalog)
-
     # ---- edits --------------------------------------------------------------------------------
 
     def values(self) -> dict[str, Any]:
@@ -133,11 +130,13 @@ class OutputPanel:
                 problems.append(str(e))
         if problems:
             raise PresetError(problems)
-        crop = [self.crop_h.value, self.crop_w.value]
-        return {"resize_shorter": self.resize.value or None,
-                "crop": None if crop == [0, 0] else crop, **numbers,
-                "layout": self.layout.value, "dtype": self.dtype.value,
-                "mirror_probability": self.mirror.value}
+        size = (self.crop_h.value, self.crop_w.value)
+        mean, std = numbers["mean"], numbers["std"]
+        return Output(resize_shorter=self.resize.value or None,
+                      crop=None if size == (0, 0) else size,
+                      mean=tuple(mean) if mean else None, std=tuple(std) if std else None,
+                      layout=self.layout.value, dtype=self.dtype.value,
+                      mirror_probability=self.mirror.value).to_dict()
 
     def apply(self) -> list[str]:
         """Send the fields to the model; returns (and shows) the problems, if any."""
@@ -179,10 +178,11 @@ class OutputPanel:
     def _on_show(self, change: dict[str, Any]) -> None:
         self.on_show(bool(change["new"]))
 
-    def _on_change(self, change: Change) -> None:
+    def _on_change(self, _change: Change) -> None:
+        """Any edit: the fields show the model's tail again (a refused value is gone, and so is
+        its message) and the batch check follows the chain."""
         self.sync(self.model.preset)
-        if change.param == "output" or change.kind == "restore":
-            self.problems.value = ""
+        self.problems.value = ""
 
     def _check(self, preset: Preset) -> None:
         warning = mixed_size_warning(preset, self.catalog)

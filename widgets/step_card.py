@@ -8,6 +8,7 @@ control and a render failure of this step next to the card's title.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from html import escape
 from typing import Any, Protocol
 
@@ -41,11 +42,16 @@ def _button(label: str, tip: str, css: str) -> w.Button:
 
 
 class StepCard:
-    """Widgets of step ``index``; rebuilt when the chain's structure changes."""
+    """Widgets of step ``index``; rebuilt when the chain's structure changes. ``child``: the
+    card is that child of the group at ``index`` (a :class:`~.group_card.GroupCard` holds it;
+    ``actions`` then edit the child, and the chain's buttons are the group's)."""
 
     def __init__(self, index: int, step: Step, spec: OpSpec, actions: CardActions, *,
-                 count: int, collapsed: bool = False, unavailable: str = "") -> None:
+                 count: int, collapsed: bool = False, unavailable: str = "",
+                 child: int | None = None) -> None:
         self.index = index
+        self.child = child
+        self.key: Hashable = spec.name  # what the card is built for (see group_card.card_key)
         self.spec = spec
         self.actions = actions
         self._quiet = False
@@ -69,6 +75,11 @@ class StepCard:
         self.remove = _button("\u2715", "remove this step", style.STEP_REMOVE)
         self.up.disabled = index == 0
         self.down.disabled = index == count - 1
+        if child is not None:  # moved, copied and removed with its group
+            for b in (self.duplicate, self.up, self.down, self.remove):
+                b.layout.display = "none"
+            self.probability.tooltip = ("apply probability once picked: the child fires on "
+                                        "this fraction of the samples its group picks it for")
         header = w.HBox([self.enabled, self.title, self.probability, self.collapse,
                          self.duplicate, self.up, self.down, self.remove],
                         layout=w.Layout(align_items="center"))
@@ -89,7 +100,7 @@ class StepCard:
                 symmetric_about=symmetric)
         self.body = w.VBox([doc] + [c.widget for c in self.controls.values()])
         self.widget = style.classed(w.VBox([header, self.summary, self.error, self.body]),
-                                    style.STEP_CARD)
+                                    style.STEP_CARD if child is None else style.GROUP_CHILD)
         self.enabled.observe(self._on_enabled, "value")
         self.probability.observe(self._on_probability, "value")
         self.collapse.on_click(lambda _: self.set_collapsed(not self.collapsed))
@@ -115,7 +126,8 @@ class StepCard:
         for name, control in self.controls.items():
             control.set_value(step.params[name])
         p_text = "" if step.probability >= 1 else f" &middot; p={step.probability:g}"
-        self.title.value = (f"<b>{self.index}. {escape(self.spec.name)}</b>"
+        number = self.index if self.child is None else f"{self.index}.{self.child}"
+        self.title.value = (f"<b>{number}. {escape(self.spec.name)}</b>"
                             f'<span style="opacity:.6">{p_text}</span>')
         if step.enabled:
             self.widget.remove_class(style.STEP_DISABLED)

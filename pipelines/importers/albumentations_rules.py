@@ -93,12 +93,14 @@ RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
                 "mask_interpolation": None, "seed": None, "save_applied_params": False},
                "the chain, in order"),
     _container("OneOf", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
-               "a one-of group fired with p (each transform's p is its weight)"),
+               "a one_of group fired with p that applies one of them (each transform's p is "
+               "its weight; the picked one is applied whatever its p)"),
     _container("SomeOf", ("transforms", "n", "replace", "p"),
                {"transforms": REQUIRED, "n": 1, "replace": False, "p": 1},
-               "n=1: a one-of group; n = all: a group applied together; else not imported"),
+               "a one_of group fired with p that picks n of them uniformly (each then applies "
+               "with its own p; replace=True is not imported)"),
     _container("Sequential", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
-               "a group applied together with probability p"),
+               "a one_of group applying them all, in order, with probability p"),
     unsupported(LIB, "OneOrOther", ("first", "second", "transforms", "p"),
                 {"first": None, "second": None, "transforms": None, "p": 0.5},
                 "the two-branch form is not read", "OneOf with the two transforms"),

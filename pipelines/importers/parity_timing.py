@@ -71,8 +71,13 @@ def timings(result: ImportResult, images: list[np.ndarray], engines: dict[str, P
 
 
 def devices_of(step: Any) -> frozenset[str]:
+    """Where DALI runs a step: a group only where all its enabled children run."""
     from ..catalog import CATALOG
+    from ..preset import Group
 
+    if isinstance(step, Group):
+        return frozenset({"cpu", "gpu"}).intersection(
+            *[devices_of(c) for _, c in step.active_children()])
     op = getattr(step, "op", None)
     return CATALOG[op].devices if op in CATALOG else frozenset({"cpu", "gpu"})
 

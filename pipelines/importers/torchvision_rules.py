@@ -174,9 +174,10 @@ RULES = (torchvision_geometry.RULES + torchvision_warps.RULES
     container(LIB, "Sequential", ("transforms",), {"transforms": REQUIRED},
               "the chain, in order (torch.nn.Sequential)"),
     container(LIB, "RandomApply", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
-              "probability p on the step (several transforms: a group applied together)"),
+              "probability p on the step (several transforms: a one_of group applying them "
+              "all, in order, on one coin)"),
     container(LIB, "RandomChoice", ("transforms", "p"), {"transforms": REQUIRED, "p": None},
-              "a one-of group (weights p)"),
+              "a one_of group that applies one of them per sample (weights p)"),
     unsupported(LIB, "RandomOrder", ("transforms",), {"transforms": REQUIRED},
                 "a DALI pipeline applies its steps in one fixed order",
                 "the transforms in the listed order"),

@@ -9,6 +9,10 @@ its bin 0 keeps 1 bit (the strongest) and higher bins get weaker; RandAugment's 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from ..draws import Draw
 from ..opspec import OpSpec
 from ..params import Param, magnitude_bin
 
@@ -52,6 +56,29 @@ _NEGATE = Param("random_sign", "bool", True, "Negate the magnitude at random (ha
 _SHAPE = {"translate_x": ", shape={x}.shape()", "translate_y": ", shape={x}.shape()"}
 
 
+def _suite_names(policy: str) -> tuple[str, ...]:
+    """Names of the augmentations of DALI's RandAugment or TrivialAugment Wide suite, in the
+    order its drawn index counts them."""
+    from nvidia.dali.auto_aug import rand_augment, trivial_augment
+
+    suite = (rand_augment.get_rand_augment_suite() if policy == "rand_augment"
+             else trivial_augment.get_trivial_augment_wide_suite())
+    return tuple(aug.name for aug in suite)
+
+
+def _sub_policy_names(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """Each sub-policy of DALI's AutoAugment policy: its stages, with the probability each
+    runs with and its magnitude bin."""
+    from nvidia.dali.auto_aug import auto_augment
+
+    policy = getattr(auto_augment, f"get_{params['policy_name']}_policy")()
+    return tuple(" + ".join(f"{aug.name} p={p:g}" + ("" if mag is None else f" bin {mag}")
+                            for aug, p, mag in sub) for sub in policy.sub_policies)
+
+
+_OP_DOC = "the augmentation applied (index into DALI's suite)"
+
+
 def _single(name: str) -> OpSpec:
     if name in _PLAIN:
         return OpSpec(f"auto_aug.{name}", "auto-augment", _DOCS[name],
@@ -81,7 +108,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         "rand_augment",
         "auto-augment",
         "RandAugment: n random augmentations per sample at magnitude m.",
-        "rand_augment.rand_augment({x}, n={n}, m={m}, seed={seed})",
+        "_rand_augment({x}, {op}, n={n}, m={m}, seed={seed})",
         (
             Param("n", "int", 2, "Augmentations per sample", bounds=(1, 6), slider=(1, 4),
                   step=1),
@@ -92,27 +119,37 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         policy=True,
         conditionals=True,
         aliases=("RandAugment",),
+        draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level",
+                    lambda _: _suite_names("rand_augment"), levels="n"),),
     ),
     OpSpec(
         "trivial_augment",
         "auto-augment",
         "TrivialAugment Wide: one random augmentation at a random magnitude.",
-        "trivial_augment.trivial_augment_wide({x}, num_magnitude_bins={num_magnitude_bins}, "
-        "seed={seed})",
+        "_trivial_augment({x}, {op}, {magnitude_bin}, "
+        "num_magnitude_bins={num_magnitude_bins}, seed={seed})",
         (Param("num_magnitude_bins", "int", 31, "Number of magnitude bins", bounds=(2, 101),
                slider=(2, 64), step=1),),
         policy=True,
         conditionals=True,
         aliases=("TrivialAugmentWide", "TrivialAugment"),
+        draws=(Draw("magnitude_bin",
+                    "fn.random.uniform(values=list(range({num_magnitude_bins})), "
+                    "dtype=types.INT32, seed={seed})", "the magnitude bin drawn (unsigned)"),
+               Draw("op", "_trivial_augment_ops({seed})", _OP_DOC,
+                    lambda _: _suite_names("trivial_augment"))),
     ),
     OpSpec(
         "auto_augment",
         "auto-augment",
         "AutoAugment: a learned policy of 25 sub-policies (ImageNet, SVHN or CIFAR-10).",
-        "auto_augment.auto_augment({x}, policy_name={policy_name}, seed={seed})",
+        "_auto_augment({x}, {sub_policy}, {policy_name}, seed={seed})",
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
         conditionals=True,
         aliases=("AutoAugment",),
+        draws=(Draw("sub_policy", "_auto_augment_pick({policy_name}, {seed})",
+                    "the sub-policy applied (each of its stages runs with its own p)",
+                    _sub_policy_names),),
     ),
 ]

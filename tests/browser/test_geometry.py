@@ -266,10 +266,11 @@ def test_captions_list_every_step_that_fired(app, ui):
 def test_loading_other_images_clears_the_inspector(app):
     """The inspector is on image 1; the new set has one image: nothing of the old may stay."""
     page = app.page
-    click_centre(page, page.locator(TILE).nth(3))  # image 1 (the wide picture), draw 0
+    tab(page, "Builder")
+    # image 1 (the wide picture), draw 0, through its caption
+    page.locator(".dg-builder .dg-tile-inspect").nth(3).click()
     inspector = page.locator(".dg-builder .dg-inspector")
-    inspector.wait_for(state="visible")
-    assert WIDE in inspector.inner_text()
+    page.locator(".dg-builder .dg-inspector", has_text=WIDE).wait_for(state="visible")
     panel = page.locator(".dg-app-images")
     cat = (REPO / "gallery" / "samples" / "cat.jpg").read_bytes()
     with page.expect_file_chooser() as chooser:

@@ -230,6 +230,12 @@ def test_inspecting_a_tile_shows_the_values_drawn_for_it(app, ui):
 def test_export_tab_download_runs_and_reproduces_the_preview(app, ui, tmp_path):
     page = app.page
     ensure_rotate_step(page)
+    # the augmentations alone (a new pipeline trains through the ImageNet tail: resize, crop,
+    # normalise; tests/browser/test_builder_export.py checks that export)
+    enabled = page.locator(".dg-builder .dg-output-enabled input")
+    if enabled.is_checked():
+        enabled.uncheck()
+        page.locator(".dg-export .dg-batch-warning .dg-error").first.wait_for(state="attached")
     # exact parity needs the original image size (smaller sizes shrink before augmenting)
     before = ui.img_bytes(page, page.locator(TILE).first)
     page.locator(".dg-builder .dg-size select").select_option(label="original")
@@ -241,6 +247,8 @@ def test_export_tab_download_runs_and_reproduces_the_preview(app, ui, tmp_path):
     tab(page, "Export")
     code = page.locator(".dg-export-code:visible").first
     code.wait_for()
+    # the export follows the pipeline once the preview is idle: wait for it, not for any code
+    page.locator(".dg-export-code:visible", has_text="fn.rotate").first.wait_for()
     assert "def augment" in code.inner_text() and "fn.rotate" in code.inner_text()
     with page.expect_download() as info:
         page.locator("a.dg-download-py:visible").first.click()

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from dali_gallery.gallery.bench import bench_images
-from dali_gallery.gallery.sweep import plan_row, sweep_values
+from dali_gallery.gallery.row import tile_px
+from dali_gallery.gallery.sweep import choice_params, choice_values, plan_row, sweep_values
 from dali_gallery.gallery.view import GalleryView, slug
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.custom import custom_op
@@ -133,7 +134,7 @@ def test_add_button_hands_the_magnitude_to_handlers(full):
         row.click(2)
         assert added[-1] == ("rotate", {"angle": 60.0}) and len(added) == 2
         full.row("flip").click(0)
-        assert added[-1] == ("flip", {})
+        assert added[-1] == ("flip", {"horizontal": False, "vertical": False})
         full.row("experimental.median_blur").click(3)
         assert added[-1] == ("experimental.median_blur", {"window_size": 15})
         assert "added experimental.median_blur" in full.status.value
@@ -193,9 +194,17 @@ def test_size_change_renders_again_at_the_new_size():
     view.search.value = "saturation"
     assert view.wait_idle(60)
     assert max(view.results["saturation"].tiles[0][0].shape[:2]) == 128
+    assert view.row("saturation").images[1].layout.width == f"{tile_px(128)}px"
+    view.row("saturation").click_tile(0, 1)
+    assert view.zoom.shown is not None
     view.size.value = 192
     assert view.wait_idle(60)
     assert max(view.results["saturation"].tiles[0][0].shape[:2]) == 192
+    # what the user sees follows the size (it used to stay 104 CSS px at every size)
+    assert view.row("saturation").images[1].layout.width == f"{tile_px(192)}px"
+    assert tile_px(192) > tile_px(128)
+    assert view.zoom.shown is None and bytes(view.zoom.large.value) == b"", \
+        "the zoom view still showed a tile of the images decoded at the old size"
     with pytest.raises(ValueError, match="size 100"):
         GalleryView(size=100)
     view.close()
@@ -296,3 +305,58 @@ def test_a_search_finds_aliases_and_says_when_nothing_matches(squares):
             view.status.value and "0 operators" not in view.status.value
     finally:
         view.close()
+
+
+def _decode(data: bytes) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.int16)
+
+
+def test_choice_parameters_are_walked_from_the_declaration(full):
+    """Operators without a magnitude used to show one column: their defaults."""
+    walked = [op for op, spec in CATALOG.items() if spec.magnitude is None and choice_params(spec)]
+    assert {"filter", "flip", "color_space_conversion"} <= set(walked)
+    for op in walked:
+        plan = full.results[op].plan
+        assert plan.mode == "choices"
+        for p in choice_params(CATALOG[op]):  # every value of every choice is a column
+            shown = {c.params.get(p.name, p.default) for c in plan.columns}
+            assert shown == set(choice_values(p)), (op, p.name, shown)
+    kernels = full.results["filter"].tiles[:len(CATALOG["filter"].param("kernel").choices)]
+    for a in range(len(kernels)):
+        for b in range(a):
+            assert not np.array_equal(kernels[a][0], kernels[b][0]), (a, b)
+
+
+def test_flip_and_colour_space_columns_are_what_numpy_says(full, squares):
+    flip = full.results["flip"]
+    truth = {"none": lambda a: a, "vertical": np.flipud, "horizontal": np.fliplr,
+             "horizontal+vertical": lambda a: np.flipud(np.fliplr(a))}
+    assert [c.button for c in flip.plan.columns] == list(truth)
+    for column, expected in zip(flip.tiles, truth.values(), strict=True):
+        for tile, original in zip(column, squares, strict=True):
+            assert np.array_equal(tile, expected(original))
+    csc = full.results["color_space_conversion"]
+    bgr = [c.params["output_type"] for c in csc.plan.columns].index("BGR")
+    assert np.array_equal(csc.tiles[bgr][0], squares[0][..., ::-1])
+
+
+def test_clicking_a_tile_opens_it_large_in_its_card(full, squares):
+    rotate, flip = full.row("rotate"), full.row("flip")
+    rotate.click_tile(1, 4)  # image 1 at 90 deg
+    assert full.zoom.shown == ("rotate", "1", "4")
+    assert rotate.widget.children[-1] is full.zoom.widget
+    assert "angle=90 deg" in full.zoom.title.value
+    large = _decode(full.zoom.large.value)
+    assert np.abs(large - full.results["rotate"].tiles[3][1]).mean() < 3
+    assert np.abs(_decode(full.zoom.original.value) - squares[1]).mean() < 3
+    side = int(full.zoom.large.layout.width.removesuffix("px"))
+    assert side >= 2 * tile_px(128) and full.zoom.large.layout.height == f"{side}px"
+    flip.click_tile(0, 0)  # one zoom view: it moves to the card clicked last
+    assert flip.widget.children[-1] is full.zoom.widget
+    assert full.zoom.widget not in rotate.widget.children
+    full.zoom.close_button.click()
+    assert full.zoom.shown is None and full.zoom.widget not in flip.widget.children

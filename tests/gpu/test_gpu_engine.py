@@ -65,6 +65,27 @@ def test_chain_with_tail_matches_export_on_gpu(engine, tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("pick", [1, 2, 3])
+def test_groups_match_export_on_gpu(engine, tmp_path, pick):
+    """The CPU parity tests of groups (tests/pipelines/test_parity.py), on the GPU: the pick
+    is drawn on the CPU (fn.random.choice has no GPU kernel) and the children run on the GPU,
+    median blur (GPU only) among them."""
+    preset = load(preset_dict([
+        {"one_of": [
+            {"op": "rotate", "probability": 0.7, "params": {"angle": {"uniform": [-30, 30]}}},
+            {"op": "hue", "params": {"hue": {"uniform": [-40, 40]}}},
+            {"op": "experimental.median_blur", "params": {"window_size": 5}},
+        ], "probability": 0.6, "pick": pick, "weights": [1, 2, 3]},
+        {"op": "noise.gaussian", "probability": 0.5, "params": {"stddev": 8.0}},
+    ], seed=13))
+    render = engine.render(preset, draws=2)
+    assert render.device == "gpu"
+    exported = first_batch(preset, SAMPLES, N, tmp_path, device_id=0)
+    for i, (a, b) in enumerate(zip(render.first_draw(), exported, strict=True)):
+        assert a.shape == b.shape, f"sample {i}"
+        assert np.array_equal(a, b), f"sample {i}: {np.count_nonzero(a != b)} values differ"
+
+
 def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
     """A GPU pipeline loaded from the on-disk cache (a new kernel) equals the traced one."""
     preset = load(preset_dict([

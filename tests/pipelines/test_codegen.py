@@ -9,7 +9,7 @@ from dali_gallery.pipelines.catalog import CATALOG, unregister
 from dali_gallery.pipelines.codegen import preview_module
 from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.params import Param
-from dali_gallery.pipelines.preset import load
+from dali_gallery.pipelines.preset import Uniform, load
 from tests.support import preset_dict
 
 
@@ -97,3 +97,63 @@ def test_the_module_records_the_lines_of_each_step():
         end = max(max(b) for b in chain.module_lines.values())
         assert all(chain.step_at(n) is None for n in range(end + 1, len(lines) + 1))
         assert all(chain.step_at(n) is None for n in range(1, min(chain.module_lines[0])))
+
+
+# ---- groups (one_of) ---------------------------------------------------------------------------
+
+
+def group_module(weights=(1, 2, 1), p=0.5, child_p=0.5, angle=10.0, pick=1, enabled=True) -> str:
+    return module([{"one_of": [
+        {"op": "rotate", "probability": child_p, "params": {"angle": angle}},
+        {"op": "hue", "params": {"hue": {"uniform": [-5, 5]}}, "enabled": enabled},
+        {"op": "flip"}], "probability": p, "weights": list(weights), "pick": pick}])
+
+
+def test_fed_group_values_do_not_change_the_source():
+    base = group_module()
+    assert group_module(weights=(7, 0.5, 3), p=0.9, child_p=0.2, angle=-30.0) == base
+    assert group_module(pick=2) == group_module(pick=2, weights=(3, 1, 2))
+    for text in ("0.5", "7", "-30"):  # no fed value is written into the structure key
+        assert text not in base.split("def augment", 1)[1].replace("_op_seed(seed", "")
+
+
+def test_group_structure_changes_the_source():
+    base = group_module()
+    assert group_module(pick=2) != base and group_module(pick=3) != group_module(pick=2)
+    assert group_module(p=1.0) != base and group_module(child_p=1.0) != base
+    assert group_module(enabled=False) != base  # a disabled child is not in the graph
+    unweighted = module([{"one_of": [{"op": "rotate"}, {"op": "hue"}, {"op": "flip"}]}])
+    assert "p=P(" not in unweighted and "fn.random.choice(3, seed=" in unweighted
+
+
+def test_every_random_node_of_a_chain_has_its_own_seed_slot():
+    """The widest chain: 64 steps, each a group of 16 children that draw every parameter,
+    plus the tail's mirror coin: no two nodes share a slot."""
+    import re
+
+    from dali_gallery.pipelines.codegen import chain_source
+    from dali_gallery.pipelines.module_parts import TAIL_SLOT
+    from dali_gallery.pipelines.preset import MAX_CHILDREN, Group, Preset, new_step
+
+    child = new_step("noise.gaussian", stddev=Uniform(1, 5))  # a draw, a coin, its own seed
+    child.probability = 0.5
+    chain = Preset([Group([child] * MAX_CHILDREN, 0.5, pick=2, weights=[1.0] * MAX_CHILDREN)
+                    for _ in range(64)])
+    body = "\n".join(chain_source(chain, "export").body)
+    slots = [int(s) for s in re.findall(r"_op_seed\(seed, (\d+)\)", body)]
+    assert len(slots) == 64 * (1 + MAX_CHILDREN * (1 + 3))  # coin; a key and 3 per child
+    assert len(set(slots)) == len(slots)
+    assert max(slots) < TAIL_SLOT
+
+
+def test_the_module_records_the_lines_of_a_group():
+    preset = load(preset_dict([{"op": "flip"}, {"one_of": [
+        {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-9, 9]}}},
+        {"op": "hue"}], "probability": 0.5}, {"op": "flip"}]))
+    code, chain = preview_module(preset)
+    lines = code.splitlines()
+    block = chain.module_lines[1]
+    assert lines[block[0] - 1].strip().startswith("# step 1: one_of (pick 1 of 2), random")
+    text = "\n".join(lines[n - 1] for n in block)
+    assert "# step 1, child 0: rotate, random" in text and "if ran_1_1:" in text
+    assert lines[block[-1]].strip().startswith("# step 2: ")

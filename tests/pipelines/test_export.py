@@ -33,7 +33,9 @@ FULL = preset_dict(
 ALLOWED_IMPORTS = {"argparse", "json", "os", "tempfile", "numpy", "nvidia.dali",
                    "nvidia.dali.auto_aug", "nvidia.dali.auto_aug.core", "nvidia.dali.data_node"}
 TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cutout_colour",
-             "_center", "_affine", "_perspective", "_const", "_bin",
+             "_center", "_affine", "_perspective", "_const", "_bin", "_picked",
+             "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
+             "_auto_augment_policy", "_auto_augment_pick", "_auto_augment",
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",
              "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "batch_at",
@@ -246,3 +248,32 @@ def test_create_pipeline_refuses_a_shard_outside_the_job(tmp_path):
     module = import_export(load(SHARDED), tmp_path)
     with pytest.raises(ValueError, match="shard_id 2 is not allowed with num_shards 2"):
         module.create_pipeline(str(SAMPLES), 2, device_id=None, shard_id=2, num_shards=2)
+
+
+_ROTATE = {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-20, 20]}}}
+GROUPED = preset_dict([  # the widest groups: every line of their blocks within the limit
+    {"one_of": [_ROTATE] * 16, "pick": 3, "probability": 0.5,
+     "weights": [1 / 7] * 15 + [3.3]},
+    {"one_of": [_ROTATE] * 16, "weights": [1 / 7] * 15 + [3.3]},
+    {"one_of": [_ROTATE, {"op": "flip"}], "pick": 2, "probability": 0.25},
+] + [{"op": "flip"}] * 61, seed=3)
+
+
+@pytest.mark.skipif(RUFF is None, reason="ruff is part of the test extra")
+@pytest.mark.parametrize("line_length", ["88", "100"])
+def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
+    code = export_code(load(GROUPED))
+    _assert_only_expected_statements(code)
+    assert "# step 0: one_of (pick 3 of 16, weights " in code and "_picked(keys_0, 15, 3)" in code
+    assert "pick_1 = fn.random.choice(" in code
+    path = tmp_path / "augment.py"
+    path.write_text(code)
+    fmt = subprocess.run([RUFF, "format", "--isolated", "--check", "--diff", "--line-length",
+                          line_length, str(path)], capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    check = subprocess.run([RUFF, "check", "--isolated", "--select", "E,F,W,I,B,UP,SIM",
+                            "--line-length", line_length, str(path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+    assert preset_from_module(code).to_dict() == load(GROUPED).to_dict()
+

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dali_gallery.pipelines.importers import import_pipeline
-from dali_gallery.pipelines.preset import load
+from dali_gallery.pipelines.preset import Group, load
 from tests.pipelines.import_examples import (
     ALB_CLASSIFICATION,
     ALB_KAGGLE,
@@ -101,7 +101,7 @@ def test_units_are_converted_to_the_catalogs():
     assert hsv.preset.steps[0].to_dict()["params"]["hue"] == {"uniform": [-20.0, 20.0]}
 
 
-def test_containers_become_probabilities_and_groups_are_reported():
+def test_containers_become_probabilities_and_groups():
     simclr = import_pipeline(TV_SIMCLR)
     ops = steps_of(simclr)
     assert ops[2][0] == "color_twist" and ops[2][1] == 0.8  # RandomApply([...], p=0.8)
@@ -111,15 +111,32 @@ def test_containers_become_probabilities_and_groups_are_reported():
     by = {}
     for t in strong.transforms:
         by.setdefault(t.call.name, t)
-    assert by["MotionBlur"].status == "not imported"
-    assert "picks one of 3 transforms per sample" in by["MotionBlur"].verdict.reason
+    blurs = strong.preset.steps[2]  # OneOf([MotionBlur(p=.2), MedianBlur(p=.1), Blur(p=.1)])
+    assert isinstance(blurs, Group)
+    assert (blurs.probability, blurs.pick, blurs.weights) == (0.2, 1, [0.2, 0.1, 0.1])
+    assert [c.op for c in blurs.children] == ["filter", "experimental.median_blur", "filter"]
+    assert all(c.probability == 1.0 for c in blurs.children)  # OneOf forces the picked one
+    assert by["MotionBlur"].status == "imported" and by["MotionBlur"].steps == [2]
     assert by["MotionBlur"].inside == "OneOf p=0.2"
-    assert by["OpticalDistortion"].status == "not imported"
+    colour = strong.preset.steps[5]  # OneOf of CLAHE, Sharpen, Emboss, RBC: default p, equal
+    assert isinstance(colour, Group) and (colour.probability, colour.weights) == (0.3, None)
+    assert by["OpticalDistortion"].status == "not imported"  # no mapping: its OneOf is empty
     assert by["Transpose"].nearest == "RandomRotate90 + flip"
     noise = next(s for s in strong.preset.steps if s.op == "noise.gaussian")
     assert noise.to_dict()["params"]["stddev"]["uniform"] == pytest.approx([51.0, 112.2])
     assert noise.probability == 0.5
     assert [s.op for s in strong.preset.steps][:2] == ["rotate", "noise.gaussian"]
+
+
+def test_the_docs_example_with_oneof_blocks_imports_every_transform_with_a_mapping():
+    strong = import_pipeline(ALB_STRONG)
+    mapped = [t for t in strong.transforms
+              if t.rule is not None and t.rule.kind == "transform"]
+    assert len(mapped) == 11
+    assert all(t.status == "imported" and t.steps for t in mapped), [
+        (t.call.name, t.verdict.line()) for t in mapped if t.status != "imported"]
+    assert {t.call.name for t in strong.not_imported} == {
+        "Transpose", "OpticalDistortion", "GridDistortion"}
 
 
 def test_what_has_no_equivalent_is_listed_with_the_nearest_and_the_rest_imports():

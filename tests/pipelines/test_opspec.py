@@ -22,10 +22,12 @@ def test_unavailable_on_names_the_operator_the_devices_and_the_reason():
 
 def test_call_source_fills_every_placeholder():
     for spec in CATALOG.values():
-        args = {"x": "X", "seed": "SEED", **{p.name: f"<{p.name}>" for p in spec.params}}
+        args = {"x": "X", "seed": "SEED", **{p.name: f"<{p.name}>" for p in spec.params},
+                **{d.name: f"<{d.name}>" for d in spec.draws}}
         call = spec.call_source(args)
         assert PLACEHOLDER.search(call) is None, call
         assert all(f"<{p.name}>" in call for p in spec.params)
+        assert all(f"<{d.name}>" in call for d in spec.draws)
         assert ("SEED" in call) == spec.seeded and "X" in call
     with pytest.raises(KeyError):
         CATALOG["gaussian_blur"].call_source({"x": "X"})

@@ -113,3 +113,54 @@ def test_random_chains_match_export(engine, tmp_path, chain, seed):
         assume(False)
     render = engine.render(preset, draws=2)
     assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
+
+
+# ---- groups (one_of): the pick is drawn in the graph, the same in the preview and the export
+
+
+def _group(*children: dict, **keys) -> dict:
+    return {"one_of": list(children), **keys}
+
+
+ROTATE = {"op": "rotate", "probability": 0.7, "params": {"angle": {"uniform": [-30, 30]}}}
+HUE = {"op": "hue", "params": {"hue": {"uniform": [-40, 40]}}}
+NOISE = {"op": "noise.gaussian", "probability": 0.5, "params": {"stddev": {"uniform": [5, 20]}}}
+BLUR = {"op": "gaussian_blur", "params": {"sigma": 1.5}}
+
+
+@pytest.mark.parametrize("group", [
+    _group(ROTATE, HUE, NOISE, probability=0.6, weights=[1, 2, 3]),  # one, weighted
+    _group(ROTATE, HUE, NOISE, BLUR),  # one, equal weights, always fires
+    _group(ROTATE, HUE, NOISE, BLUR, pick=2, weights=[4, 1, 2, 1]),  # two, weighted
+    _group(ROTATE, HUE, NOISE, pick=2, probability=0.5),  # two, uniform (SomeOf)
+    _group(ROTATE, NOISE, pick=2, probability=0.5),  # all on one coin (RandomApply)
+    _group(ROTATE, {**HUE, "enabled": False}, NOISE),  # a disabled child is never picked
+], ids=["one-weighted", "one-equal", "two-weighted", "two-uniform", "all", "disabled-child"])
+def test_groups_match_export(engine, tmp_path, group):
+    preset = load(preset_dict([BLUR, group, {**HUE, "probability": 0.5}], seed=13))
+    render = engine.render(preset, draws=2)
+    assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
+
+
+@st.composite
+def groups(draw: st.DrawFn) -> dict:
+    children = draw(st.lists(steps(), min_size=2, max_size=4))
+    group = {"one_of": children, "probability": draw(st.sampled_from([1.0, 0.5])),
+             "pick": draw(st.integers(1, len(children)))}
+    if draw(st.booleans()):
+        group["weights"] = draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 7.0]),
+                                         min_size=len(children), max_size=len(children)))
+    return group
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(chain=st.lists(st.one_of(steps(), groups()), min_size=1, max_size=3),
+       seed=st.integers(0, 2**31 - 1))
+def test_random_chains_with_groups_match_export(engine, tmp_path, chain, seed):
+    try:
+        preset = load(preset_dict(chain, seed=seed))
+    except PresetError:
+        assume(False)
+    render = engine.render(preset, draws=2)
+    assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))

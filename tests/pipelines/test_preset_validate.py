@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nvidia.dali import fn, pipeline_def, types
 
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.export import export_code
 from dali_gallery.pipelines.preset import (
+    Group,
     Output,
     Preset,
     PresetError,
@@ -20,6 +23,7 @@ from dali_gallery.pipelines.preset import (
     new_step,
     validate_preset,
 )
+from tests.pipelines.test_preset import JSON
 from tests.support import SAMPLES, preset_dict
 
 JPEG = sorted(SAMPLES.glob("*.jpg"))[0]
@@ -153,3 +157,99 @@ def test_the_engine_and_the_export_refuse_an_invalid_preset_from_code():
         engine.close()
     with pytest.raises(PresetError, match="output: crop"):
         export_code(bad_code_preset())
+
+
+# ---- groups (one_of) ---------------------------------------------------------------------------
+
+ROT = {"op": "rotate", "params": {"angle": {"uniform": [-10, 10]}}}
+FLIP = {"op": "flip", "probability": 0.5}
+
+
+def problems_of(steps: list) -> list[str]:
+    with pytest.raises(PresetError) as err:
+        load(preset_dict(steps))
+    return err.value.problems
+
+
+def test_a_group_loads_and_round_trips_and_old_presets_are_unchanged():
+    doc = preset_dict([FLIP, {"one_of": [ROT, FLIP], "probability": 0.5, "weights": [2, 1]}])
+    preset = load(doc)
+    group = preset.steps[1]
+    assert isinstance(group, Group) and (group.pick, group.weights) == (1, [2.0, 1.0])
+    assert [c.op for c in group.children] == ["rotate", "flip"]
+    assert group.to_dict()["one_of"][1]["probability"] == 0.5
+    assert load(preset.to_dict()).to_dict() == preset.to_dict()
+    assert validate_preset(preset).to_dict() == preset.to_dict()  # built in code, too
+    assert preset.to_dict()["version"] == 1  # a group needs no new format version
+    assert "weights" not in load(preset_dict([{"one_of": [ROT, FLIP]}])).steps[0].to_dict()
+
+
+def test_problems_inside_a_group_name_the_group_and_the_child():
+    problems = problems_of([FLIP, FLIP, {"one_of": [
+        FLIP, {"op": "rotate", "params": {"angle": "x"}}, {"op": "nope"}], "color": 1}])
+    assert "step 2 (one_of), child 1 (rotate): parameter 'angle': value 'x' is not allowed; " \
+           "expected a float number" in problems
+    assert any(p.startswith("step 2 (one_of), child 2: unknown operator 'nope'")
+               for p in problems)
+    assert any(p.startswith("step 2 (one_of): unknown key 'color' (allowed: enabled, one_of, "
+                            "pick, probability, weights)") for p in problems)
+    nan = ('{"format": "dali-gallery/preset", "version": 1, "steps": [{"one_of": '
+           '[{"op": "flip"}, {"op": "rotate", "params": {"angle": NaN}}]}]}')
+    with pytest.raises(PresetError, match=r"step 0 \(one_of\), child 1 \(rotate\): parameter "
+                                          r"'angle'.*NaN is not allowed"):
+        load(nan)
+
+
+@pytest.mark.parametrize(("group", "needle"), [
+    ({"one_of": [ROT, {"one_of": [ROT, FLIP]}]},
+     "step 0 (one_of), child 1: a group inside a group is not allowed"),
+    ({"one_of": [ROT]}, "'one_of' is a list of 2 to 16 steps"),
+    ({"one_of": [ROT] * 17}, "'one_of' is a list of 2 to 16 steps"),
+    ({"one_of": {"op": "rotate"}}, "'one_of' is a list of 2 to 16 steps"),
+    ({"one_of": [ROT, FLIP], "weights": [1]}, "expected a list of 2 numbers, one per child"),
+    ({"one_of": [ROT, FLIP], "weights": [1, 0]}, "weight 0 is not allowed; each weight is a "
+                                                 "number in [1e-06, 1e+06]"),
+    ({"one_of": [ROT, FLIP], "weights": [1, True]}, "weight True is not allowed"),
+    ({"one_of": [ROT, FLIP], "pick": 3}, "pick 3 is not allowed; expected an integer from 1 "
+                                         "to 2, the number of children"),
+    ({"one_of": [ROT, FLIP], "pick": 1.0}, "pick 1.0 is not allowed"),
+    ({"one_of": [ROT, FLIP], "probability": 2}, "probability 2 is not allowed"),
+    ({"one_of": [{**ROT, "enabled": False}, {**FLIP, "enabled": False}]},
+     "every child is disabled; enable one, or disable the group"),
+])
+def test_malformed_groups_are_refused_with_what_is_allowed(group, needle):
+    problems = problems_of([group])
+    assert any(needle in p and p.startswith("step 0 (one_of)") for p in problems), problems
+
+
+def test_children_count_in_the_operator_budget():
+    group = {"one_of": [FLIP] * 16}
+    assert len(load(preset_dict([group] * 8)).active_ops()) == 128
+    assert any("129 operators (steps and the children of groups); at most 128" in p
+               for p in problems_of([group] * 8 + [FLIP]))
+
+
+def test_a_pick_beyond_the_enabled_children_applies_them_all():
+    preset = load(preset_dict([{"one_of": [ROT, {**FLIP, "enabled": False}, FLIP],
+                                "pick": 3}]))
+    group = preset.steps[0]
+    assert group.picks_all() and [j for j, _ in group.active_children()] == [0, 2]
+    assert [s.op for _, s in preset.active_ops()] == ["rotate", "flip"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"op": st.sampled_from(["flip", "rotate"])}),
+    st.dictionaries(st.sampled_from(["one_of", "pick", "weights", "probability", "enabled",
+                                     "op", "x"]), JSON, min_size=1, max_size=4),
+    st.fixed_dictionaries({"one_of": st.lists(st.one_of(
+        st.fixed_dictionaries({"op": st.sampled_from(["flip", "rotate"])}), JSON),
+        max_size=5)}, optional={"pick": JSON, "weights": JSON, "probability": JSON})),
+    max_size=3))
+def test_any_group_document_loads_or_raises_preset_error_only(steps):
+    try:
+        preset = load(preset_dict(steps))
+    except PresetError as e:
+        assert e.problems and all(p.startswith(("preset", "step ")) for p in e.problems)
+        return
+    assert load(preset.to_dict()).to_dict() == preset.to_dict()

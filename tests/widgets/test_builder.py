@@ -352,3 +352,39 @@ def test_renders_run_off_the_main_thread(builder):
     settle(builder)
     assert builder.scheduler.stats.worker == "dali-gallery-render"
     assert builder.scheduler.stats.worker != threading.main_thread().name
+
+
+def test_a_preset_with_a_group_renders_edits_a_child_and_inspects_which_child_ran():
+    flips = [{"op": "flip", "params": {"horizontal": True, "vertical": False}},
+             {"op": "flip", "params": {"horizontal": False, "vertical": True}}]
+    steps = [{"one_of": [{"op": "rotate", "params": {"angle": 10.0}}, *flips],
+              "probability": 0.8, "weights": [1, 2, 2]}]
+    b = make_builder(preset=preset_dict(steps, seed=4), draws=4)
+    try:
+        settle(b)
+        assert b.last_error is None and b.preview.shape == (3, 4)
+        card = b.cards[0]
+        builds = b.engine.builds
+        card.children[0].controls["angle"].fixed.value = 35.0  # a child's run-time parameter
+        settle(b)
+        assert b.preset.steps[0].children[0].params["angle"] == 35.0
+        assert b.engine.builds == builds and not b.last_result.render.built  # fed, no rebuild
+        expected = b.engine.render(b.preset, draws=4, images=[0, 1, 2])
+        assert all(b.tile_bytes(i, d) == encode(expected.tile(i, d), "jpeg", DISPLAY_MAX)
+                   for i in range(3) for d in range(4))
+        for i, d in ((0, 0), (1, 2), (2, 3)):
+            record = b.last_result.render.record(i, d)
+            reports = b.inspect(i, d)
+            group, children = reports[0], reports[1:]
+            assert (group.op, group.fired) == ("one_of", record.fired[0])
+            ran = [r for r in children if r.fired]
+            assert [r.child for r in ran] == [c for c in range(3) if record.child_ran(0, c)]
+            assert len(ran) == (1 if record.fired[0] else 0)
+            assert group.values == [("ran", ran[0].op if ran else "none", True)]
+            html = b.inspector.table.value
+            assert "&#8627; rotate" in html and "0.2" in html  # children rows, indexed 0.c
+            if ran:
+                assert ran[0].op in b.preview.captions[i][d].description
+        assert "one_of(rotate, flip, flip)" in b.code
+    finally:
+        b.close()

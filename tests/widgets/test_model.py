@@ -153,3 +153,75 @@ def test_seed_and_name(model):
     with pytest.raises(PresetError, match="seed"):
         model.set_seed(-1)
     assert load(model.preset.to_dict()).seed == 123
+
+
+# ---- groups (one_of) ---------------------------------------------------------------------------
+
+GROUP = preset_dict([{"op": "flip"}, {"one_of": [
+    {"op": "rotate", "params": {"angle": 10.0}}, {"op": "hue", "probability": 0.5},
+    {"op": "flip"}], "probability": 0.5}])
+
+
+def test_a_childs_parameter_probability_and_enable_are_edited_and_validated():
+    model = ChainModel(load(GROUP))
+    changes: list[Change] = []
+    model.listen(changes.append)
+    model.set_param(1, "angle", 25.0, child=0)
+    group = model.preset.steps[1]
+    assert group.children[0].params["angle"] == 25.0
+    assert changes[-1] == Change("value", 1, "angle", 0)
+    model.set_probability(1, 0.7, child=1)
+    assert group is not model.preset.steps[1] and model.preset.steps[1].children[1].probability \
+        == 0.7 and changes[-1].kind == "value"
+    model.set_probability(1, 1.0, child=1)  # the child's coin goes: the graph changes
+    assert changes[-1].kind == "structure"
+    model.set_enabled(1, False, child=2)
+    assert not model.preset.steps[1].children[2].enabled
+    with pytest.raises(PresetError, match=r"step 1 \(one_of\), child 0 \(rotate\): parameter "
+                                          r"'angle': value 'x' is not allowed"):
+        model.set_param(1, "angle", "x", child=0)
+    with pytest.raises(PresetError, match=r"step 1 \(one_of\), child 0 \(rotate\): unknown "
+                                          "parameter 'hue'"):
+        model.set_param(1, "hue", 3.0, child=0)
+    with pytest.raises(IndexError, match="child 3 of step 1 does not exist"):
+        model.set_param(1, "angle", 1.0, child=3)
+    with pytest.raises(IndexError, match=r"step 0 \(flip\) is not a group"):
+        model.set_param(0, "horizontal", True, child=0)
+    assert model.preset.steps[1].children[0].params["angle"] == 25.0  # refused: unchanged
+
+
+def test_weights_pick_grouping_and_ungrouping_are_undoable_edits():
+    model = ChainModel(load(GROUP))
+    model.set_weight(1, 2, 3.0)
+    assert model.preset.steps[1].weights == [1.0, 1.0, 3.0]  # the others keep equal weights
+    model.set_pick(1, 2)
+    assert model.preset.steps[1].pick == 2
+    with pytest.raises(PresetError, match="pick 4 is not allowed"):
+        model.set_pick(1, 4)
+    with pytest.raises(PresetError, match="weight 0 is not allowed"):
+        model.set_weight(1, 0, 0)
+    model.ungroup(1)
+    assert [s.op for s in model.preset.steps] == ["flip", "rotate", "hue", "flip"]
+    assert model.group_steps(1, 3) == 1
+    group = model.preset.steps[1]
+    assert group.op == "one_of" and [c.op for c in group.children] == ["rotate", "hue", "flip"]
+    assert (group.pick, group.weights, group.probability) == (1, None, 1.0)
+    with pytest.raises(PresetError, match="a group inside a group is not allowed"):
+        model.group_steps(0, 2)
+    with pytest.raises(PresetError, match="a group needs 2 or more steps"):
+        model.group_steps(1, 1)
+    for _ in range(4):
+        assert model.undo()
+    assert model.preset.to_dict() == load(GROUP).to_dict()
+
+
+def test_top_level_edits_move_copy_and_remove_a_group_whole():
+    model = ChainModel(load(GROUP))
+    model.set_probability(1, 0.9)
+    model.set_enabled(1, False)
+    assert (model.preset.steps[1].probability, model.preset.steps[1].enabled) == (0.9, False)
+    assert model.move_step(1, -1) == 0
+    assert model.duplicate_step(0) == 1
+    assert [s.op for s in model.preset.steps] == ["one_of", "one_of", "flip"]
+    model.remove_step(0)
+    assert [s.op for s in model.preset.steps] == ["one_of", "flip"]

@@ -1,0 +1,172 @@
+"""Containers import as groups (``one_of``) that draw what the original library draws.
+
+The truth is the library itself: the original container (built by the importer's own
+``instantiate``, run by Albumentations or torchvision) and the imported group (rendered by DALI)
+flip a small image thousands of times, and how often each outcome appears must agree. What a
+group cannot hold is refused with the reason, and the rest still imports.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.importers import import_pipeline
+from dali_gallery.pipelines.importers.instantiate import build_pipeline
+from dali_gallery.pipelines.importers.reference import to_hwc, to_tensor
+from dali_gallery.pipelines.importers.reverse import to_library_code
+from dali_gallery.pipelines.preset import Group, load
+from tests.support import preset_dict
+
+IMG = np.random.default_rng(3).integers(0, 256, (6, 5, 3), dtype=np.uint8)
+OUTCOMES = {"none": IMG, "h": IMG[:, ::-1], "v": IMG[::-1], "hv": IMG[::-1, ::-1]}
+N = 2048
+ALB = "import albumentations as A\nA.Compose([{}])"
+TV = "from torchvision.transforms import v2\nv2.Compose([{}])"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    eng = PreviewEngine("cpu", num_threads=2)
+    eng.set_arrays([IMG])
+    yield eng
+    eng.close()
+
+
+def outcome(out: np.ndarray) -> str:
+    found = [name for name, img in OUTCOMES.items() if np.array_equal(out, img)]
+    assert len(found) == 1, "a flip of the image, and only one"
+    return found[0]
+
+
+def library_counts(source: str) -> Counter:
+    result = import_pipeline(source)
+    compose, left_out = build_pipeline(result.parsed.root)
+    assert left_out == []
+    if result.library == "albumentations":
+        compose.set_random_seed(0)
+        return Counter(outcome(compose(image=IMG)["image"]) for _ in range(N))
+    import torch
+
+    torch.manual_seed(0)
+    return Counter(outcome(to_hwc(compose(to_tensor(IMG)))) for _ in range(N))
+
+
+def dali_counts(engine: PreviewEngine, source: str) -> Counter:
+    preset = import_pipeline(source).preset
+    counts: Counter = Counter()
+    for seed in range(N // 256):
+        preset.seed = seed
+        counts.update(outcome(img) for img in engine.render(preset, draws=256).images)
+    return counts
+
+
+def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
+    ours, theirs = dali_counts(engine, source), library_counts(source)
+    for name in OUTCOMES:
+        a, b = ours[name] / N, theirs[name] / N
+        p = (a + b) / 2
+        assert abs(a - b) <= 4.5 * np.sqrt(p * (1 - p) * 2 / N) + 1e-9, (name, ours, theirs)
+
+
+@pytest.mark.parametrize("source", [
+    # OneOf: the transforms' p are weights, the picked one is applied whatever its p
+    ALB.format("A.OneOf([A.HorizontalFlip(p=0.2), A.VerticalFlip(p=0.6)], p=0.7)"),
+    # SomeOf: n picked uniformly (in list order), each then applies with its own p
+    ALB.format("A.SomeOf([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1), "
+               "A.HorizontalFlip(p=1)], n=2, p=0.9)"),
+    # Sequential: all of them, in order, on one coin; each with its own p
+    ALB.format("A.Sequential([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
+    # a OneOf whose transform is a Sequential of one: its p is a weight, the inner p stays
+    ALB.format("A.OneOf([A.Sequential([A.HorizontalFlip(p=0.3)], p=0.5), "
+               "A.VerticalFlip(p=0.5)], p=1)"),
+    TV.format("v2.RandomChoice([v2.RandomHorizontalFlip(p=1), v2.RandomVerticalFlip(p=0.5)], "
+              "p=[1, 3])"),
+    TV.format("v2.RandomApply([v2.RandomHorizontalFlip(p=1), v2.RandomVerticalFlip(p=0.5)], "
+              "p=0.4)"),
+], ids=["OneOf", "SomeOf", "Sequential", "OneOf-of-Sequential", "RandomChoice", "RandomApply"])
+def test_an_imported_container_draws_what_the_library_draws(engine, source):
+    pytest.importorskip("albumentations" if source.startswith("import alb") else "torchvision")
+    group = import_pipeline(source).preset.steps[0]
+    assert isinstance(group, Group)
+    assert_same_distribution(engine, source)
+
+
+def test_a_one_pick_group_without_one_transform_keeps_every_other_rate(engine):
+    """GridDistortion has no mapping: the OneOf then fires less often, by its weight, so the
+    flips keep the rates they have in Albumentations."""
+    source = ALB.format("A.OneOf([A.HorizontalFlip(p=0.2), A.GridDistortion(p=0.2), "
+                        "A.VerticalFlip(p=0.6)], p=0.5)")
+    result = import_pipeline(source)
+    group = result.preset.steps[0]
+    assert isinstance(group, Group) and group.probability == 0.4
+    assert group.weights == [0.2, 0.6]
+    assert any("fires with p=0.4 instead of 0.5" in n for n in result.notes)
+    grid = next(t for t in result.transforms if t.call.name == "GridDistortion")
+    assert grid.status == "not imported"
+    counts = dali_counts(engine, source)
+    for name, rate in (("h", 0.5 * 0.2), ("v", 0.5 * 0.6)):
+        assert abs(counts[name] / N - rate) <= 4.5 * np.sqrt(rate * (1 - rate) / N)
+
+
+def test_a_one_pick_group_left_with_one_transform_is_a_step():
+    result = import_pipeline(ALB.format("A.OneOf([A.HorizontalFlip(p=0.3), "
+                                        "A.GridDistortion(p=0.1)], p=0.8)"))
+    (step,) = result.preset.steps
+    assert step.op == "flip" and step.probability == pytest.approx(0.8 * 0.75)
+
+
+@pytest.mark.parametrize(("source", "needle"), [
+    (ALB.format("A.SomeOf([A.HorizontalFlip(), A.VerticalFlip(), A.GridDistortion()], n=2)"),
+     "inside SomeOf(n=2) with GridDistortion, which is not imported: the others would be "
+     "picked more often"),
+    (ALB.format("A.SomeOf([A.HorizontalFlip(), A.VerticalFlip()], n=2, replace=True)"),
+     "may apply a transform twice; a group picks distinct transforms"),
+    (ALB.format("A.OneOf([A.Sequential([A.HorizontalFlip(), A.VerticalFlip()]), "
+                "A.Blur(blur_limit=3)])"),
+     "it becomes a group; a picked transform must be one step"),
+    (TV.format("v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()], "
+               "p=[1])"), "RandomChoice: p must list one weight per transform (2)"),
+])
+def test_what_a_group_cannot_hold_is_refused_with_the_reason(source, needle):
+    result = import_pipeline(source)
+    refused = [t for t in result.transforms if t.status == "not imported"]
+    assert any(needle in t.verdict.reason for t in refused), [
+        t.verdict.reason for t in refused]
+    covered = sorted({i for t in result.transforms for i in t.steps})
+    assert covered == list(range(len(result.preset.steps)))
+
+
+@pytest.mark.parametrize("library", ["torchvision", "albumentations"])
+def test_groups_are_written_back_as_containers_that_import_to_the_same_groups(library):
+    pytest.importorskip(library)
+    rotate = {"op": "rotate", "params": {"angle": {"uniform": [-20, 20]}, "keep_size": True,
+                                         "fill_value": 0, "interp_type": "linear"}}
+    flip = {"op": "flip", "probability": 0.5, "params": {"horizontal": True,
+                                                         "vertical": False}}
+    vflip = {"op": "flip", "probability": 0.25, "params": {"horizontal": False,
+                                                           "vertical": True}}
+    weights = [2, 1, 1] if library == "torchvision" else [0.2, 0.1, 0.1]
+    steps = [{"one_of": [rotate, flip, vflip], "probability": 0.5, "weights": weights},
+             {"one_of": [rotate, vflip]},
+             {"one_of": [rotate, flip], "probability": 0.4, "pick": 2}]
+    if library == "albumentations":
+        steps.append({"one_of": [rotate, flip, vflip], "probability": 0.8, "pick": 2})
+    preset = load(preset_dict(steps))
+    code = to_library_code(preset, library)
+    assert "no " + library + " equivalent" not in code.split('"""', 2)[2], code
+    back = import_pipeline(code)
+    assert [s.to_dict() for s in back.preset.steps] == [s.to_dict() for s in preset.steps]
+
+
+def test_a_group_with_no_library_equivalent_stays_a_comment():
+    flips = [{"op": "flip"}, {"op": "flip", "params": {"vertical": True}}, {"op": "flip"}]
+    preset = load(preset_dict([{"one_of": flips, "pick": 2}]))
+    assert "# step 0 (one_of): no torchvision equivalent" in to_library_code(preset,
+                                                                               "torchvision")
+    weighted = load(preset_dict([{"one_of": flips, "pick": 2, "weights": [1, 2, 3]}]))
+    assert "# step 0 (one_of): no albumentations equivalent" in to_library_code(
+        weighted, "albumentations")

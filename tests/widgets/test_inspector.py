@@ -1,0 +1,75 @@
+"""The inspector shows DALI's own pixels for the tile large, the original beside it, and never
+keeps showing a tile of images that are no longer loaded."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from dali_gallery.widgets.zoom import ZoomView, css_times, original_factor
+from tests.support import SAMPLES
+from tests.widgets.conftest import settle
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+
+
+def test_the_large_view_is_the_rendered_tile_and_the_original_pixel_for_pixel(builder):
+    builder.add_step("rotate", angle=30.0, keep_size=False)  # a larger canvas than the input
+    settle(builder)
+    builder.inspect(1, 1)
+    result = builder.last_result
+    zoom = builder.inspector.zoom
+    tile, original = result.render.tile(1, 1), result.originals[1]
+    assert np.array_equal(png_pixels(zoom.large.value), tile)
+    assert np.array_equal(png_pixels(zoom.original.value), original)
+    assert max(tile.shape[:2]) > max(original.shape[:2])
+    # same scale: the original's box is smaller by the ratio of the longer sides
+    factor = max(original.shape[:2]) / max(tile.shape[:2])
+    assert zoom.original.layout.width == css_times(zoom.large.layout.width, factor)
+    assert f"{tile.shape[1]}&times;{tile.shape[0]} px" in zoom.large_caption.value
+
+
+def test_box_sides_keep_one_scale_unless_the_original_would_not_fit():
+    assert original_factor((256, 256), (256, 256)) == 1.0
+    assert original_factor((362, 362), (256, 256)) == 256 / 362  # rotate, expanded canvas
+    assert original_factor((64, 64), (512, 256)) == 1.0  # a small crop: shown no larger
+    assert css_times("400px", 0.5) == "200.00px"
+    assert css_times("min(10cqw, 40px)", 0.5) == "calc(min(10cqw, 40px) * 0.5000)"
+
+
+def test_loading_other_images_clears_the_inspector(builder):
+    """It used to keep showing image 2 of the old set when the new set had one image."""
+    builder.inspect(2, 1)
+    old_name = builder.last_result.names[2]
+    assert old_name in builder.inspector.title.value
+    builder.set_images([("mine.jpg", (SAMPLES / "coffee.jpg").read_bytes())])
+    settle(builder)
+    inspector = builder.inspector
+    assert inspector.selected is None and inspector.widget.layout.display == "none"
+    assert old_name not in inspector.title.value and inspector.reports == []
+    assert bytes(inspector.zoom.large.value) == b"" and bytes(inspector.histogram.value) == b""
+
+
+def test_the_same_number_of_other_images_also_clears_it(builder):
+    builder.inspect(0, 0)
+    assert builder.inspector.selected == (0, 0)
+    builder.set_images(sorted(SAMPLES.glob("*.jpg"))[-3:])
+    settle(builder)
+    assert builder.inspector.selected is None
+    assert builder.inspector.widget.layout.display == "none"
+
+
+def test_a_closed_zoom_view_drops_its_images():
+    closed: list[bool] = []
+    zoom = ZoomView(on_close=lambda: closed.append(True))
+    tile = np.zeros((20, 40, 3), dtype=np.uint8)
+    zoom.show(tile, tile, title="a <b>name</b>", key=("x",))
+    assert zoom.shown == ("x",) and "&lt;b&gt;" in zoom.title.value
+    assert zoom.large.layout.width == zoom.large.layout.height == "400px"
+    zoom.close_button.click()
+    assert closed == [True] and zoom.shown is None and bytes(zoom.large.value) == b""
+    assert zoom.widget.layout.display == "none"
