@@ -24,7 +24,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import OpSpec
 from dali_gallery.pipelines.display import encode_image, to_display
-from dali_gallery.widgets.style import close_tree
+from dali_gallery.widgets.style import ZOOM_CSS, close_tree
 
 from .sweep import RowResult
 
@@ -54,7 +54,7 @@ CSS = """<style>
   color: transparent !important; font-size: 0; cursor: zoom-in; }
 .dg-gallery-zoom button:hover { outline: 2px solid #1976d2; outline-offset: -2px; }
 .dg-gallery-row .dg-zoom img { margin: 0; }
-</style>"""
+""" + ZOOM_CSS + "</style>"
 """The gallery's stylesheet (cards, and the tile buttons laid over the strips)."""
 
 AddCallback = Callable[[str, dict[str, Any], str], None]

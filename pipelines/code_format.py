@@ -1,4 +1,5 @@
-"""Layout of generated Python: functions, and statements split the way ruff/black split them.
+"""Layout of generated Python: functions, statements split the way ruff/black split them, and
+the literals parameter values are written as.
 
 The generated modules (preview and export) are read by users and checked by ruff, so lines
 stay within :data:`LINE_LIMIT`; a function also says where each of its statements landed, so
@@ -8,6 +9,9 @@ the preview can map a line DALI reports back to the step that wrote it.
 from __future__ import annotations
 
 import ast
+from typing import Any
+
+from .params import Param
 
 LINE_LIMIT = 88
 """Generated lines stay within ruff's/black's default width; longer ones are split."""
@@ -75,6 +79,33 @@ def _fmt(src: str, node: ast.expr, indent: str, prefix: str, suffix: str) -> lis
         out.extend(_fmt(src, value, indent + "    ", kw, ","))
     out.append(indent + close + suffix)
     return out
+
+
+def literal(p: Param, value: Any) -> str:
+    """Python source of a literal parameter value (the value is validated already)."""
+    if p.kind == "enum":
+        return p.codes[value] if value in p.codes else _str(value)
+    if p.kind == "bool":
+        if p.dali_int:
+            return "1" if value else "0"
+        return "True" if value else "False"
+    if p.kind == "int":
+        return str(int(value))
+    return repr(float(value))
+
+
+def number_literal(p: Param, v: Any) -> str:
+    """A number of parameter ``p`` (a bound of a range, a value of a choice) as source."""
+    return str(int(v)) if p.kind in ("int", "bool") else repr(float(v))
+
+
+def _str(s: str) -> str:
+    """A double-quoted string literal (ruff's preferred quotes), safely escaped."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"' if _plain(s) else repr(s)
+
+
+def _plain(s: str) -> bool:
+    return s.isascii() and s.isprintable()
 
 
 def split_string(text: str, indent: str, width: int = LINE_LIMIT) -> list[str]:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .catalog import CATALOG, Catalog, OpSpec
-from .code_format import LINE_LIMIT, function, function_lines
+from .code_format import LINE_LIMIT, function, function_lines, literal
+from .code_format import number_literal as _num
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -79,6 +80,8 @@ class Chain:
     records: list[Record] = field(default_factory=list)
     step_lines: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Step index -> (first, end) indices of its statements in ``body``."""
+    child_lines: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    """(group's step index, child) -> (first, end) indices of the child's block in ``body``."""
     conditionals: bool = False
     """Whether the pipeline needs ``enable_conditionals`` (a step that fires with a
     probability, or an operator declared ``conditionals``)."""
@@ -87,6 +90,15 @@ class Chain:
     module_lines: dict[int, range] = field(default_factory=dict)
     """Step index -> the lines (1-based) its block occupies in the preview module; set by
     :func:`preview_module`, read to name the step behind a line DALI reports."""
+    child_module_lines: dict[tuple[int, int], range] = field(default_factory=dict)
+    """(group's step index, child) -> the lines its block occupies in the preview module."""
+
+    def child_at(self, line: int) -> tuple[int, int] | None:
+        """(step, child) whose block holds ``line`` (None: no group's child's)."""
+        for key, lines in self.child_module_lines.items():
+            if line in lines:
+                return key
+        return None
 
     def step_at(self, line: int) -> int | None:
         """The step whose block holds ``line`` of the preview module (None: no step's)."""
@@ -128,34 +140,8 @@ class _At:
             child_slot(self.step, self.child, k)
 
 
-def literal(p: Param, value: Any) -> str:
-    """Python source of a literal parameter value (the value is validated already)."""
-    if p.kind == "enum":
-        return p.codes[value] if value in p.codes else _str(value)
-    if p.kind == "bool":
-        if p.dali_int:
-            return "1" if value else "0"
-        return "True" if value else "False"
-    if p.kind == "int":
-        return str(int(value))
-    return repr(float(value))
-
-
-def _str(s: str) -> str:
-    """A double-quoted string literal (ruff's preferred quotes), safely escaped."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"' if _plain(s) else repr(s)
-
-
-def _plain(s: str) -> bool:
-    return s.isascii() and s.isprintable()
-
-
 def _dtype(p: Param) -> str:
     return f"types.{p.dtype}"
-
-
-def _num(p: Param, v: Any) -> str:
-    return str(int(v)) if p.kind in ("int", "bool") else repr(float(v))
 
 
 def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chain:
@@ -165,7 +151,7 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chai
     for i, step in preset.active_steps():
         start = len(body)
         if isinstance(step, Group):
-            body.extend(_group_lines(i, step, mode, chain, catalog))
+            body.extend(_group_lines(i, step, mode, chain, catalog, start))
         else:
             spec = catalog[step.op]
             body.extend(_step_lines(_At(i), step, spec, mode, chain))
@@ -277,7 +263,8 @@ def _coin(at: _At, probability: float, mode: Mode, chain: Chain) -> str:
             f"seed=_op_seed(seed, {at.slot(0)}))")
 
 
-def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalog) -> list[str]:
+def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalog,
+                 start: int) -> list[str]:
     """A group: its coin, the draw of which children run, then each enabled child's block,
     in list order, under ``if ran_<i>_<j>:`` (draws of every child are made for every sample,
     so the records say what each child drew, and a child's draws never depend on the pick)."""
@@ -325,7 +312,9 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
             when[j].append(f"_picked(keys_{i}, {m}, {group.pick})")
     for j, child in active:
         spec = catalog[child.op]
+        first = start + len(lines)
         lines.extend(_step_lines(_At(i, j), child, spec, mode, chain, when[j]))
+        chain.child_lines[(i, j)] = (first, start + len(lines))
         chain.conditionals |= spec.conditionals
         chain.checkpoints &= spec.checkpoints
     return lines
@@ -363,6 +352,8 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
 def _set_module_lines(chain: Chain, lines: list[int]) -> None:
     """``lines[k]``: module line of statement k of the body (plus the line after the last)."""
     chain.module_lines = {i: range(lines[a], lines[b]) for i, (a, b) in chain.step_lines.items()}
+    chain.child_module_lines = {k: range(lines[a], lines[b])
+                                for k, (a, b) in chain.child_lines.items()}
 
 
 _MODULES: OrderedDict[tuple[Any, ...], tuple[str, list[int]]] = OrderedDict()

@@ -33,7 +33,9 @@ policies use (``catalog.AUTO_AUG_MODULES``)."""
 RESERVED_NAMES = frozenset({
     "pipeline_def", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS",
     "PRESET_JSON", "P", "_op_seed", "_vec", "_inputs", "_node", "_center", "_affine",
-    "_perspective", "_const", "_bin", "_checked", "augment", "finish", "flat_folder_files",
+    "_perspective", "_const", "_bin", "_picked", "_checked", "augment", "finish",
+    "select", "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
+    "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
 })

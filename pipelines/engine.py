@@ -114,11 +114,15 @@ class PreviewEngine:
 
     def render(self, preset: Preset | dict | str, draws: int = 1, *, tail: bool = False,
                images: Sequence[int] | None = None, encode: str | None = None,
-               quality: int = 85, _override: dict[str, np.ndarray] | None = None) -> Render:
+               quality: int = 85, advance: bool = False,
+               _override: dict[str, np.ndarray] | None = None) -> Render:
         """Render ``draws`` independent draws of every image (or of the chosen ones).
 
         ``encode="jpeg"`` (or ``"png"``) also returns each tile as encoded bytes for display:
-        on the GPU nvImageCodec encodes straight from device memory (no host round trip)."""
+        on the GPU nvImageCodec encodes straight from device memory (no host round trip).
+        ``advance=True`` goes on from the random state the pipeline's previous render left
+        instead of restarting it: the next batch of the same stream, from the same build
+        (the distribution view collects hundreds of draws this way)."""
         preset = load(preset, self.catalog)  # validates a Preset built in code too
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
         if not arrays:
@@ -137,7 +141,7 @@ class PreviewEngine:
                      catalog=self.catalog)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
         built, was_built = self._pipeline(preset, batch, tail)
-        if built.checkpoint is None and built.runs > 0:  # no checkpoint: fresh RNG state
+        if built.checkpoint is None and built.runs > 0 and not advance:  # fresh RNG state
             self._discard(built)
             built, was_built = self._pipeline(preset, batch, tail)
         built.runs += 1
@@ -146,7 +150,7 @@ class PreviewEngine:
             feeds[name] = vals.astype(feeds[name].dtype)
         feeds["images"] = [arrays[j % n] for j in range(batch)]
         try:
-            if built.checkpoint is not None:
+            if built.checkpoint is not None and not advance:
                 built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
             outputs = built.pipe.run(**feeds)
             result = read_outputs(outputs, built.chain, n, draws, self.device)

@@ -41,7 +41,13 @@ def name_step(error: BaseException, module: Path, chain: Chain, preset: Preset) 
     steps = [s for s in (chain.step_at(line) for line in lines) if s is not None]
     step = steps[-1] if steps else None
     op = preset.steps[step].op if step is not None else None
-    return StepError(clean_message(str(error)), step, op)
+    message = clean_message(str(error))
+    children = [c for c in (chain.child_at(line) for line in lines) if c is not None]
+    if children and children[-1][0] == step:  # a group's child: named after the group
+        group = preset.steps[children[-1][0]]
+        child = getattr(group, "children", [])[children[-1][1]]
+        message = f"child {children[-1][1]} ({child.op}): {message}"
+    return StepError(message, step, op)
 
 
 def clean_message(text: str) -> str:

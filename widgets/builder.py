@@ -139,15 +139,16 @@ class Builder:
     def duplicate_step(self, index: int) -> int:
         return self.model.duplicate_step(index)
 
-    def set_param(self, index: int, name: str, value: Any) -> None:
-        """A literal, ``Uniform``/``Choice`` or their JSON; PresetError says why not."""
-        self.model.set_param(index, name, value)
+    def set_param(self, index: int, name: str, value: Any, child: int | None = None) -> None:
+        """A literal, ``Uniform``/``Choice`` or their JSON (``child``: of that child of the
+        group at ``index``); PresetError says why not."""
+        self.model.set_param(index, name, value, child)
 
-    def set_probability(self, index: int, probability: float) -> None:
-        self.model.set_probability(index, probability)
+    def set_probability(self, index: int, probability: float, child: int | None = None) -> None:
+        self.model.set_probability(index, probability, child)
 
-    def set_enabled(self, index: int, enabled: bool) -> None:
-        self.model.set_enabled(index, enabled)
+    def set_enabled(self, index: int, enabled: bool, child: int | None = None) -> None:
+        self.model.set_enabled(index, enabled, child)
 
     def set_seed(self, seed: int) -> None:
         self.model.set_seed(seed)
@@ -242,6 +243,7 @@ class Builder:
     def close(self) -> None:
         """Stop the worker and release DALI pipelines and widgets."""
         self.live.close()
+        self.distribution.close()
         style.close_tree(self.widget)
 
     # ---- reacting to edits --------------------------------------------------------------------

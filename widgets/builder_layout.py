@@ -13,6 +13,7 @@ import ipywidgets as w
 from dali_gallery.pipelines.device import describe
 
 from . import style
+from .distribution_panel import DistributionPanel
 from .export_panel import ExportPanel
 from .images_panel import ImagesPanel
 from .import_panel import ImportPanel
@@ -60,8 +61,10 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
 
     b.importer = ImportPanel(on_preset=b.load_preset, images=lambda: b.engine.images,
                              current=lambda: b.model.preset, device=b.device)
-    bottom = w.Tab(children=[b.export_panel, b.importer.widget])
-    bottom.titles = ("Export", "Import")
+    b.distribution = DistributionPanel(current=lambda: b.model.preset.copy(),
+                                       images=lambda: b.engine.images, device=b.device)
+    bottom = w.Tab(children=[b.export_panel, b.importer.widget, b.distribution.widget])
+    bottom.titles = ("Export", "Import", "Distribution")
     b.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
                                      w.HBox([left, b.live.widget]), bottom]),
                              style.BUILDER)

@@ -152,11 +152,6 @@ button.dg-tile-inspect { width: 100%; height: auto; min-height: 24px; margin: 2p
   padding: 2px 4px; font-size: 11px; line-height: 1.25; white-space: normal;
   overflow-wrap: anywhere; text-overflow: clip; overflow: visible; }
 .dg-preview-name { width: 100%; margin: 0; }
-.dg-zoom { border: 1px solid var(--jp-border-color1, #bbb); border-radius: 4px; padding: 4px;
-  margin: 4px 0; }
-.dg-zoom-pair { gap: 8px; }
-img.dg-zoom-large, img.dg-zoom-original { max-width: none; object-fit: contain;
-  background: #222; }
 .dg-picker-item { border-bottom: 1px solid var(--jp-border-color2, #e4e4e4); }
 .dg-picker-item-disabled { opacity: 0.6; }
 .dg-picker-thumb img { background: #222; }
@@ -173,7 +168,19 @@ img.dg-zoom-large, img.dg-zoom-original { max-width: none; object-fit: contain;
   max-width: none !important; }
 .dg-picker .widget-tab-contents, .dg-picker .jupyter-widget-tab-contents { overflow: auto; }
 """
-CSS += f".dg-preview-row {{ gap: {CELL_GAP_PX}px; }}\n"
+ZOOM_CSS = """
+.dg-zoom { border: 1px solid var(--jp-border-color1, #bbb); border-radius: 4px; padding: 4px;
+  margin: 4px 0; }
+.dg-zoom-pair { gap: 8px; }
+.dg-zoom-pair > :first-child { flex: 0 0 auto; }
+.dg-zoom-pair > :last-child { flex: 0 1 auto; min-width: 0; }
+img.dg-zoom-large, img.dg-zoom-original { height: auto; aspect-ratio: 1 / 1;
+  object-fit: contain; background: #222; margin: 0; }
+img.dg-zoom-large { max-width: none; }
+img.dg-zoom-original { max-width: 100%; }
+"""
+"""The zoom view's rules (:mod:`.zoom`), also carried by the gallery's own stylesheet."""
+CSS += ZOOM_CSS + f".dg-preview-row {{ gap: {CELL_GAP_PX}px; }}\n"
 
 
 def close_tree(widget: w.Widget) -> None:

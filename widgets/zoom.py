@@ -4,7 +4,8 @@ Tiles in the preview grid and the gallery are small; geometry (a rotation's corn
 window, a warp's curvature) needs a closer look. Both images are letterboxed in square boxes like
 the tiles (aspect ratio kept), and the boxes are sized so both are shown at the same scale when
 that fits, so a size change (rotate with an expanded canvas, a resize) is visible as one; the
-caption under each states its pixel size.
+caption under each states its pixel size. The large view never shrinks; where the page is too
+narrow for both at that scale, the original beside it gets smaller rather than moving below.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class ZoomView:
         self.close_button.on_click(lambda _: self._close())
         pair = w.HBox([w.VBox([self.large, self.large_caption]),
                        w.VBox([self.original, self.original_caption])],
-                      layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
+                      layout=w.Layout(flex_flow="row nowrap", align_items="flex-start"))
         pair.add_class(style.ZOOM_PAIR)
         head = [w.HBox([self.title, self.close_button],
                        layout=w.Layout(justify_content="space-between"))] if header else []
@@ -78,8 +79,8 @@ class ZoomView:
         factor = original_factor(t.shape[:2], o.shape[:2])
         self.large.value = encode(t, self.fmt, max_side=ENCODE_MAX_SIDE)
         self.original.value = encode(o, self.fmt, max_side=ENCODE_MAX_SIDE)
-        self.large.layout.width = self.large.layout.height = side
-        self.original.layout.width = self.original.layout.height = css_times(side, factor)
+        self.large.layout.width = side  # square boxes: the stylesheet's aspect-ratio
+        self.original.layout.width = css_times(side, factor)
         same = max(o.shape[:2]) <= max(t.shape[:2])  # see original_factor
         self.large_caption.value = _caption("this tile", t.shape)
         self.original_caption.value = _caption(

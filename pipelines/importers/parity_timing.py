@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import PreviewEngine, StepError
-from ..preset import Preset
+from ..preset import Group, Preset
 from .convert import ImportResult
 from .instantiate import NotBuilt, build_pipeline
 
@@ -60,9 +60,13 @@ def timings(result: ImportResult, images: list[np.ndarray], engines: dict[str, P
     whole = Timing("whole pipeline", whole_original)
     for device, engine in engines.items():
         p = preset.copy()
-        skipped = [s.op for s in p.steps if device not in devices_of(s)]
-        for s in p.steps:
+        skipped = []
+        for _, s in p.active_ops():  # a group's child alone: the group picks among the rest
             if device not in devices_of(s):
+                s.enabled = False
+                skipped.append(s.op)
+        for s in p.steps:
+            if isinstance(s, Group) and not s.active_children():
                 s.enabled = False
         if skipped:
             notes.append(f"DALI {device.upper()} timed without {', '.join(skipped)} (GPU only)")
@@ -73,7 +77,6 @@ def timings(result: ImportResult, images: list[np.ndarray], engines: dict[str, P
 def devices_of(step: Any) -> frozenset[str]:
     """Where DALI runs a step: a group only where all its enabled children run."""
     from ..catalog import CATALOG
-    from ..preset import Group
 
     if isinstance(step, Group):
         return frozenset({"cpu", "gpu"}).intersection(

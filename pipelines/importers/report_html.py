@@ -37,9 +37,7 @@ def import_table(result: ImportResult) -> str:
     """Every transform: status, what it became, the verdict, notes and the nearest option."""
     rows = []
     for t in result.transforms:
-        became = ", ".join(f"step {i} {result.preset.steps[i].op}"
-                           if hasattr(result.preset.steps[i], "op") else f"step {i} (group)"
-                           for i in t.steps)
+        became = ", ".join(f"step {i} {result.preset.steps[i].op}" for i in t.steps)
         if t.tail:
             became = (became + "; " if became else "") + "output tail: " + ", ".join(t.tail)
         extra = "; ".join(t.notes)

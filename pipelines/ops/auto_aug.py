@@ -119,7 +119,8 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         policy=True,
         conditionals=True,
         aliases=("RandAugment",),
-        draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level",
+        draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level (the "
+                    "random sign of each magnitude is drawn inside DALI, not recorded)",
                     lambda _: _suite_names("rand_augment"), levels="n"),),
     ),
     OpSpec(
@@ -135,7 +136,9 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         aliases=("TrivialAugmentWide", "TrivialAugment"),
         draws=(Draw("magnitude_bin",
                     "fn.random.uniform(values=list(range({num_magnitude_bins})), "
-                    "dtype=types.INT32, seed={seed})", "the magnitude bin drawn (unsigned)"),
+                    "dtype=types.INT32, seed={seed})",
+                    "the magnitude bin drawn (its random sign is drawn inside DALI, not "
+                    "recorded)"),
                Draw("op", "_trivial_augment_ops({seed})", _OP_DOC,
                     lambda _: _suite_names("trivial_augment"))),
     ),
@@ -149,7 +152,8 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         conditionals=True,
         aliases=("AutoAugment",),
         draws=(Draw("sub_policy", "_auto_augment_pick({policy_name}, {seed})",
-                    "the sub-policy applied (each of its stages runs with its own p)",
+                    "the sub-policy applied (each of its stages then runs with its own p; "
+                    "which of them ran is not recorded)",
                     _sub_policy_names),),
     ),
 ]

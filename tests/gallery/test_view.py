@@ -354,7 +354,7 @@ def test_clicking_a_tile_opens_it_large_in_its_card(full, squares):
     assert np.abs(large - full.results["rotate"].tiles[3][1]).mean() < 3
     assert np.abs(_decode(full.zoom.original.value) - squares[1]).mean() < 3
     side = int(full.zoom.large.layout.width.removesuffix("px"))
-    assert side >= 2 * tile_px(128) and full.zoom.large.layout.height == f"{side}px"
+    assert side >= 2 * tile_px(128)
     flip.click_tile(0, 0)  # one zoom view: it moves to the card clicked last
     assert flip.widget.children[-1] is full.zoom.widget
     assert full.zoom.widget not in rotate.widget.children

@@ -179,6 +179,7 @@ def test_a_failing_child_is_named_after_its_group(engine):
     with pytest.raises(StepError) as err:
         engine.render(bad)
     assert (err.value.step, err.value.op) == (1, "one_of")
+    assert str(err.value).startswith("step 1 (one_of): child 1 (crop): ")
     assert len(engine.render(load(preset_dict([H]))).images) == 3  # the engine goes on
 
 

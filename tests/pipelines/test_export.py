@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.custom_code import RESERVED_NAMES
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.export import export_code, preset_from_module
 from dali_gallery.pipelines.preset import load
@@ -276,4 +277,6 @@ def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
     assert preset_from_module(code).to_dict() == load(GROUPED).to_dict()
+    top = {n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)}
+    assert "_picked" in top and top <= RESERVED_NAMES  # no custom function can replace it
 
