@@ -40,7 +40,7 @@ JPEG_QUALITY = 85
 CSS = """<style>
 .dg-gallery-rows { gap: 10px; }
 .dg-gallery-row { border: 1px solid #d0d0d0; border-radius: 6px; padding: 6px;
-  margin: 0 !important; }
+  margin: 0 !important; max-width: 100%; overflow-x: auto; }
 .dg-gallery-row img { height: auto; margin: 0 2px; }
 .dg-gallery-label { font-size: 11px; text-align: center; margin: 0 2px; }
 .dg-gallery-add button { font-size: 11px; padding: 0 2px; margin: 0 2px !important; }

@@ -157,3 +157,8 @@ def test_the_module_records_the_lines_of_a_group():
     text = "\n".join(lines[n - 1] for n in block)
     assert "# step 1, child 0: rotate, random" in text and "if ran_1_1:" in text
     assert lines[block[-1]].strip().startswith("# step 2: ")
+    for j in (0, 1):  # each child's block, inside its group's
+        child = chain.child_module_lines[(1, j)]
+        assert lines[child[0] - 1].strip().startswith(f"# step 1, child {j}: ")
+        assert set(child) <= set(block) and all(chain.child_at(n) == (1, j) for n in child)
+    assert chain.child_at(block[0]) is None  # the group's own lines belong to no child
