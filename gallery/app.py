@@ -6,7 +6,14 @@ into the gallery too, so both always show the same images. A source that yields 
 image leaves both views on their previous images and says why. ``dali-gallery serve`` tells
 the kernel its images and allowed root through environment variables (see ``gallery.serve``).
 Under Voilà the gallery starts rendering once the page has loaded the app's widgets
-(:mod:`widgets.page_ready`).
+(:mod:`widgets.page_ready`); a kernel started ahead of its page (the served app's pool, see
+:mod:`.page_request`) waits for its page however long that takes, so it is idle when one comes.
+
+``App(page_link=True)`` (the served notebook) keeps the pipeline in the page's link
+(:mod:`widgets.share_link`): the link's pipeline is loaded when the page opens, and the page's
+address follows every edit, so a reload, or a colleague given the link, gets the same chain and
+seed. Nothing is kept on the server, so nothing is shared between visitors by accident; for the
+same reason the app does not autosave unless asked (``autosave=``).
 """
 
 from __future__ import annotations
@@ -23,15 +30,24 @@ from dali_gallery.pipelines.budget import Budget
 from dali_gallery.pipelines.budget import configure as configure_budget
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.images import ImageProblem
+from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.builder import Builder
 from dali_gallery.widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
 from dali_gallery.widgets.page_ready import after_page_load
+from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
+from dali_gallery.widgets.ui_thread import kernel_loop
 
+from .page_request import prestarted, when_claimed
 from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from .view import GalleryView
 
 TAB_TITLES = ("Gallery", "Builder", "Export")
 GALLERY, BUILDER, EXPORT = range(3)
+PAGE_LOAD_TIMEOUT_S = 20.0
+"""How long the gallery waits for its page to load the widgets, counted from when the page
+asked for this kernel (e.g. for a page that never connects)."""
+UNCLAIMED_TIMEOUT_S = 7 * 24 * 3600.0
+"""A pooled kernel waits for its page; the timeout above starts once a page has claimed it."""
 
 
 def quiet_dali_deprecations() -> None:
@@ -77,12 +93,16 @@ class App:
 
     ``images``: a folder, file, paths or (name, bytes) uploads; default ``$DALI_GALLERY_IMAGES``
     or the bundled samples. ``allowed_root``: the folder the image panel may browse; default
-    ``$DALI_GALLERY_ALLOWED_ROOT`` (None: any folder, for a local notebook).
+    ``$DALI_GALLERY_ALLOWED_ROOT`` (None: any folder, for a local notebook). ``page_link``:
+    keep the pipeline in the Voilà page's link (the served notebook; not for JupyterLab, whose
+    own address it would change). ``autosave``: the builder's autosave (off by default: on a
+    server every visitor would share the file; see :class:`~widgets.builder.Builder`).
     """
 
     def __init__(self, images: Any = None, allowed_root: str | Path | None = None,
                  device: str = "auto", *, size: int = 256, gallery_images: int = 4,
-                 builder_images: int = 6, budget: Budget | None = None) -> None:
+                 builder_images: int = 6, budget: Budget | None = None,
+                 page_link: bool = False, autosave: str | Path | bool | None = None) -> None:
         quiet_dali_deprecations()
         if budget is not None:  # pixel budgets of this kernel (pipelines.budget)
             configure_budget(budget)
@@ -98,18 +118,25 @@ class App:
             allowed_root = _env_path(ALLOWED_ROOT_ENV)
         source = _start_source(images, allowed_root)
         self.builder = Builder(images=source, device=device, allowed_root=allowed_root,
-                               max_images=builder_images, size=size)
+                               max_images=builder_images, size=size, autosave=autosave)
         self.device = self.builder.device
         self.gallery = GalleryView(device=self.device, allowed_root=allowed_root, size=size,
                                    max_images=gallery_images)
         self.gallery.on_add(self._add_from_gallery)
+        self.link = ShareLink(self.builder.model) if page_link else None
         panel = self.builder.images_panel
         self._load_into_builder = panel.on_load
         panel.on_load = self._load
         self._build(panel.widget, notes)
-        # under Voilà the gallery starts once the page has the app's widgets (page_ready)
-        if after_page_load(lambda: self._first_gallery(source)):
+        self._source = source
+        # under Voilà the gallery starts once the page has the app's widgets (page_ready); a
+        # pooled kernel's page may come much later: its timeout starts when a page claims it
+        self._pooled = prestarted()
+        timeout = UNCLAIMED_TIMEOUT_S if self._pooled else PAGE_LOAD_TIMEOUT_S
+        if after_page_load(self._first_gallery, timeout):
             self.gallery.set_status("the gallery starts rendering as soon as the page is ready")
+        self.claimed = not when_claimed(self._claimed)
+        """Whether the page this app serves is known (a pooled kernel: once a page took it)."""
 
     def _build(self, images_panel: W.Widget, notes: list[str]) -> None:
         self.tabs = W.Tab(children=[self.gallery.widget, self.builder.widget,
@@ -127,7 +154,8 @@ class App:
             f"{html.escape(describe(self.device))}. Browse every operator in <b>Gallery</b> "
             "(click a value to add it), chain them in <b>Builder</b>, take the training code "
             "from <b>Export</b>.</div>")
-        self.widget = W.VBox([head, self.message, self.images, self.tabs])
+        top = [head] + ([self.link.widget] if self.link is not None else [])
+        self.widget = W.VBox([*top, self.message, self.images, self.tabs])
         self.widget.add_class("dg-app")
 
     # ---- public API ---------------------------------------------------------------------------
@@ -146,14 +174,57 @@ class App:
         self.builder.close()
         self.widget.close()
 
+    def open_link(self, query: str) -> list[str]:
+        """Load the pipeline a page's query string carries (``preset=``, see
+        :mod:`widgets.share_link`); returns the problems, also shown above the tabs. A link
+        without one changes nothing; a bad one leaves the pipeline as it was."""
+        try:
+            preset = preset_from_query(query, self.builder.catalog)
+            if preset is not None:
+                self.builder.load_preset(preset)
+        except PresetError as e:
+            self._note("The pipeline in this page's link was not loaded; the builder starts "
+                       "with the default pipeline.", e.problems)
+            return list(e.problems)
+        return []
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
+    def _ipython_display_(self) -> None:
+        """The widgets, and with ``page_link`` the page script that puts the link in the
+        address bar (a Voilà page runs the scripts of the notebook's outputs)."""
+        from IPython.display import HTML, display
+
+        display(self.widget)
+        if self.link is not None:
+            display(HTML(sync_script()))
+
     # ---- wiring -------------------------------------------------------------------------------
 
-    def _first_gallery(self, source: ImageSource) -> None:
+    def _first_gallery(self) -> None:
+        """Start the gallery on the start-up images (once: a later call changes nothing)."""
         if not self.gallery.images_set:  # the user may have loaded other images meanwhile
-            self.gallery.set_images(source.items, root=source.root)
+            self.gallery.set_images(self._source.items, root=self._source.root)
+
+    def _claimed(self, query: str | None) -> None:
+        """The page is known: open its link, and (a pooled kernel) give it the usual time to
+        load before the gallery starts anyway."""
+        self.claimed = True
+        if self.link is not None:
+            if query is None:
+                self._note("The server did not pass this page's link to the app; the builder "
+                           "starts with the default pipeline.", [])
+            else:
+                self.open_link(query)
+        loop = kernel_loop()
+        if self._pooled and loop is not None and not self.gallery.images_set:
+            loop.call_later(PAGE_LOAD_TIMEOUT_S, self._first_gallery)
+
+    def _note(self, title: str, problems: list[str]) -> None:
+        items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+        self.message.value += (f'<div class="dg-error">{html.escape(title)}'
+                               f'{f"<ul>{items}</ul>" if items else ""}</div>')
 
     def _load(self, source: ImageSource) -> list[ImageProblem]:
         """The image panel's action: the builder validates and loads; the gallery follows

@@ -15,7 +15,12 @@ What the settings do (see ``voila_command`` for the flags):
   files of its own;
 * bound to 127.0.0.1 by default, no port hopping (``port_retries=0``), and on a loopback address
   the ``Host`` header must be local too (blocks DNS-rebinding pages from driving the kernel);
-* idle kernels are culled (every page load starts one);
+* every page gets a kernel of its own, never shared: ``pool_size`` kernels are started ahead
+  and have already run the app (Voilà's ``preheat_kernel``), so a page opens without waiting
+  for Python, DALI and the widgets; a page takes one from the pool (the pool is refilled) and
+  learns its link from Voilà afterwards (``page_request``); more pages at once than the pool
+  holds get a kernel started for them, as with ``pool_size=0``;
+* idle kernels are culled (not those waiting in the pool);
 * websocket messages (widget comms, uploads included) are capped in size, and only the v1 kernel
   websocket protocol is spoken, with its frames checked (``serve_websocket``
   closes two ways a single client could freeze the whole server);
@@ -79,6 +84,10 @@ from the notebook's folder, so nothing else may live there."""
 #: Seconds Voilà waits for a cell's output after the cell has run (see ``voila_command``).
 IOPUB_TIMEOUT_S = 120
 
+#: Kernels kept started ahead of any page (each one ~250 MB of memory while it waits).
+DEFAULT_POOL_SIZE = 2
+MAX_POOL_SIZE = 16
+
 #: Names served from :mod:`.serve_websocket` / :mod:`.serve_kernels` on first use: they import
 #: jupyter_server (seconds), which the CLI and the kernels never need.
 _SERVER_SIDE = {
@@ -140,6 +149,7 @@ def voila_command(
     cull_connected: bool = False,
     max_message_bytes: int = MAX_WS_MESSAGE_BYTES,
     python: str | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
 ) -> list[str]:
     """The command line that serves ``notebook`` with Voilà under the gallery's safe settings.
 
@@ -152,7 +162,8 @@ def voila_command(
     that no page is connected to any more (closed or crashed tabs, scripted page loads, a laptop
     gone to sleep) once they have been silent for ``cull_idle_s``, busy or not; a page that stays
     open keeps its kernel however long it is idle (closing the page normally asks Voilà to shut
-    its kernel down at once).
+    its kernel down at once). ``pool_size``: kernels started ahead, each given to one page
+    (0: every page waits for a kernel started for it).
     """
     notebook = Path(notebook).expanduser().resolve()
     if not notebook.is_file():
@@ -170,6 +181,8 @@ def voila_command(
         cull_interval_s = max(1, min(60, cull_idle_s // 2 or 1))
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be > 0")
+    if isinstance(pool_size, bool) or not 0 <= int(pool_size) <= MAX_POOL_SIZE:
+        raise ValueError(f"pool_size must be 0 to {MAX_POOL_SIZE} kernels, got {pool_size!r}")
 
     socket_dir = tempfile.gettempdir()
     if len(os.fsencode(socket_dir)) + _IPC_SUFFIX_LEN > _MAX_SOCKET_PATH:
@@ -181,6 +194,10 @@ def voila_command(
     # The server and its kernels run this interpreter (``python``), so they import the same
     # installed dali_gallery; nothing is added to their sys.path.
     env_assignments = [f"{IMAGES_ENV}={images}", f"{ALLOWED_ROOT_ENV}={root}"]
+    if pool_size:
+        # a pooled kernel asks the server for its page's request at this address (Voilà's
+        # default, 127.0.0.1, is not where a server bound to another address listens)
+        env_assignments.append(f"VOILA_APP_IP={_probe_host(host)}")
     tornado_settings = {
         # On a loopback address also demand a local Host header: a web page that rebinds its own
         # DNS name to 127.0.0.1 is then refused (403) instead of reaching the kernel.
@@ -214,7 +231,9 @@ def voila_command(
         # always fails), and a denylist pattern that matches every path.
         r"--VoilaConfiguration.file_allowlist=\A(?!)",
         "--VoilaConfiguration.file_denylist=.*",
-        "--VoilaConfiguration.preheat_kernel=False",
+        # kernels started ahead, each handed to one page (page_request: the link comes later)
+        f"--VoilaConfiguration.preheat_kernel={bool(pool_size)}",
+        f"--VoilaConfiguration.default_pool_size={int(pool_size)}",
         # Voilà collects a cell's output for at most iopub_timeout seconds after the cell ends
         # (nbclient's default: 4 s); with several kernels starting at once on a small machine the
         # app's display message came later, and those pages stayed blank for good.
@@ -266,10 +285,14 @@ def _redacted(cmd: Sequence[str]) -> str:
     )
 
 
-def _wait_until_ready(host: str, port: int, proc: subprocess.Popen, timeout: float = 60) -> bool:
+def _probe_host(host: str) -> str:
+    """The address to reach a server bound to ``host`` from this machine (URL form)."""
     probe_host = "127.0.0.1" if host in _ALL_INTERFACES else host.strip("[]")
-    if ":" in probe_host:
-        probe_host = f"[{probe_host}]"
+    return f"[{probe_host}]" if ":" in probe_host else probe_host
+
+
+def _wait_until_ready(host: str, port: int, proc: subprocess.Popen, timeout: float = 60) -> bool:
+    probe_host = _probe_host(host)
     # HEAD on a static file: unlike GET /, it does not start a kernel.
     url = f"http://{probe_host}:{port}/voila/static/voila.js"
     deadline = time.monotonic() + timeout
@@ -292,6 +315,7 @@ def serve(
     allowed_root: os.PathLike[str] | str | None = None,
     cull_idle_s: int = 600,
     notebook: os.PathLike[str] | str | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
 ) -> int:
     """Run the gallery under Voilà in the foreground until Ctrl-C; return Voilà's exit status."""
     images = DEFAULT_IMAGES_DIR if images_dir is None else images_dir
@@ -305,6 +329,7 @@ def serve(
             token=token,
             cull_idle_s=cull_idle_s,
             allowed_root=allowed_root,
+            pool_size=pool_size,
         )
     except (OSError, ValueError) as exc:
         print(f"dali-gallery serve: {exc}", file=sys.stderr)

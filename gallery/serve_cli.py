@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from .serve import DEFAULT_IMAGES_DIR, TOKEN_ENV, serve
+from .serve import DEFAULT_IMAGES_DIR, DEFAULT_POOL_SIZE, TOKEN_ENV, serve
 
 
 def main_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -47,6 +47,14 @@ def main_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "(default: 600; 0 disables)",
     )
     parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=DEFAULT_POOL_SIZE,
+        metavar="N",
+        help="kernels started ahead of any page, each given to one page, so pages open at once "
+        f"(default: {DEFAULT_POOL_SIZE}; 0: each page waits for a kernel started for it)",
+    )
+    parser.add_argument(
         "--open", dest="open_browser", action="store_true", help="open a web browser"
     )
     return parser
@@ -62,6 +70,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         open_browser=args.open_browser,
         allowed_root=args.allowed_root,
         cull_idle_s=args.cull_idle,
+        pool_size=args.pool_size,
     )
 
 

@@ -14,6 +14,13 @@ kernel_info reply before Voilà starts the page; a kernel that dies (or stays si
 down and started once more, and when that one fails too the page is an HTTP 503 that says what
 happened (reason below) instead of a spinner.
 
+With a pool of kernels started ahead (``serve.voila_command(pool_size=...)``, Voilà's
+``preheat_kernel``), Voilà builds its pooling manager on top of this class, so pooled kernels go
+through the same checks: a pooled kernel that dies while starting is replaced once, and a page
+given a pool entry that failed twice gets the same 503 page (the next page is served by the
+rest of the pool, or by a kernel started for it). A page's request that Voilà keeps for a
+pooled kernel until the kernel asks for it is dropped when that kernel shuts down.
+
 Imported by the Voilà server process only (``--VoilaConfiguration.multi_kernel_manager_class``).
 """
 
@@ -81,7 +88,21 @@ class GalleryKernelManager(AsyncMappingKernelManager):
             kc.stop_channels()
         return ""
 
+    async def shutdown_kernel(  # type: ignore[override]
+        self, kernel_id: str, *args: Any, **kwargs: Any
+    ) -> None:
+        await super().shutdown_kernel(kernel_id, *args, **kwargs)
+        _forget_request(kernel_id)
+
     async def _discard(self, kernel_id: str) -> None:
         # KeyError: the kernel restarter already gave up on it and removed it from the map
         with contextlib.suppress(KeyError):
             await self.shutdown_kernel(kernel_id, now=True)
+
+
+def _forget_request(kernel_id: str) -> None:
+    """Voilà keeps a claimed pooled kernel's request (query string included) in a class-level
+    dict until the server stops; once the kernel is gone nobody can ask for it."""
+    from voila.request_info_handler import RequestInfoSocketHandler
+
+    RequestInfoSocketHandler._cache.pop(kernel_id, None)

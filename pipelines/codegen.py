@@ -23,6 +23,7 @@ from typing import Any, Literal
 from .catalog import CATALOG, Catalog, OpSpec
 from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
+from .draws import FIRST_SLOT as DRAW_SLOT
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -223,9 +224,10 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         else:
             args[p.name] = literal(p, value)
     op_seed = f"_op_seed(seed, {at.slot(OP_SLOT)})"
-    for d in spec.draws:  # choices the operator makes, drawn here so that they are recorded
-        var = f"{d.name}_{at.tag}"
-        lines.append(f"{var} = {spec.draw_source(d, {'seed': op_seed, **args})}")
+    for n, d in enumerate(spec.draws):  # the operator's choices, drawn here to be recorded,
+        var = f"{d.name}_{at.tag}"  # each from a slot of its own (independent of the others)
+        d_seed = f"_op_seed(seed, {at.slot(DRAW_SLOT + n)})"
+        lines.append(f"{var} = {spec.draw_source(d, {**args, 'seed': d_seed})}")
         for name, k in d.records(step.params):
             chain.records.append(Record(at.step, name, at.child,
                                         None if k is None else f"{var}[{k}]"))

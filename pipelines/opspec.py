@@ -13,6 +13,8 @@ from typing import Any
 
 from .canvas import SAME, Canvas
 from .custom_code import CustomCode
+from .draws import FIRST_SLOT as DRAW_SLOT
+from .draws import MAX_PER_OPERATOR as MAX_DRAWS
 from .draws import Draw
 from .params import Param
 
@@ -92,8 +94,12 @@ class OpSpec:
             raise ValueError(f"{self.name}: unknown category {self.category!r}")
         names = [p.name for p in self.params]
         used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed"} - {d.name for d in self.draws}
-        for d in self.draws:
-            if not set(PLACEHOLDER.findall(d.source)) <= {*names, "seed"}:
+        if len(self.draws) > MAX_DRAWS or len(self.params) >= DRAW_SLOT:
+            raise ValueError(f"{self.name}: at most {MAX_DRAWS} draws and "
+                             f"{DRAW_SLOT - 1} parameters (each needs a seed slot)")
+        for k, d in enumerate(self.draws):
+            earlier = {e.name for e in self.draws[:k]}
+            if not set(PLACEHOLDER.findall(d.source)) <= {*names, "seed", *earlier}:
                 raise ValueError(f"{self.name}: draw {d.name!r} uses unknown placeholders")
         if used != set(names):
             raise ValueError(

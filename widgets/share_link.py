@@ -29,7 +29,7 @@ import ipywidgets as w
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.preset import MAX_DOCUMENT_BYTES, Preset, PresetError, parse_document
 
-from .model import Change, ChainModel, empty_preset
+from .model import ChainModel, Change, empty_preset
 
 PARAM = "preset"
 """The query parameter that holds the pipeline."""

@@ -103,12 +103,24 @@ def _single(name: str) -> OpSpec:
 
 _POLICIES = ("image_net", "reduced_image_net", "svhn", "reduced_cifar10")
 
+_SIGN_DOC = ("1 where the magnitude was negated, 0 where not (drawn for every augmentation; "
+             "those without a sign ignore it)")
+
+
+def _stages(params: Mapping[str, Any]) -> int:
+    """Stages of the longest sub-policy of the chosen AutoAugment policy (a coin and a sign
+    are drawn for each)."""
+    from .auto_aug_graph import _auto_augment_stages
+
+    return _auto_augment_stages(params["policy_name"])
+
+
 OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
     OpSpec(
         "rand_augment",
         "auto-augment",
         "RandAugment: n random augmentations per sample at magnitude m.",
-        "_rand_augment({x}, {op}, n={n}, m={m}, seed={seed})",
+        "_rand_augment({x}, {op}, {negated}, n={n}, m={m})",
         (
             Param("n", "int", 2, "Augmentations per sample", bounds=(1, 6), slider=(1, 4),
                   step=1),
@@ -119,16 +131,17 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         policy=True,
         conditionals=True,
         aliases=("RandAugment",),
-        draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level (the "
-                    "random sign of each magnitude is drawn inside DALI, not recorded)",
-                    lambda _: _suite_names("rand_augment"), levels="n"),),
+        draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level",
+                    lambda _: _suite_names("rand_augment"), levels="n"),
+               Draw("negated", "_random_signs({n}, {seed})", _SIGN_DOC + ", one per level",
+                    levels="n")),
     ),
     OpSpec(
         "trivial_augment",
         "auto-augment",
         "TrivialAugment Wide: one random augmentation at a random magnitude.",
-        "_trivial_augment({x}, {op}, {magnitude_bin}, "
-        "num_magnitude_bins={num_magnitude_bins}, seed={seed})",
+        "_trivial_augment({x}, {op}, {magnitude_bin}, {negated}, "
+        "num_magnitude_bins={num_magnitude_bins})",
         (Param("num_magnitude_bins", "int", 31, "Number of magnitude bins", bounds=(2, 101),
                slider=(2, 64), step=1),),
         policy=True,
@@ -137,8 +150,8 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         draws=(Draw("magnitude_bin",
                     "fn.random.uniform(values=list(range({num_magnitude_bins})), "
                     "dtype=types.INT32, seed={seed})",
-                    "the magnitude bin drawn (its random sign is drawn inside DALI, not "
-                    "recorded)"),
+                    "the magnitude bin drawn"),
+               Draw("negated", "_random_signs(1, {seed})", _SIGN_DOC),
                Draw("op", "_trivial_augment_ops({seed})", _OP_DOC,
                     lambda _: _suite_names("trivial_augment"))),
     ),
@@ -146,14 +159,17 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         "auto_augment",
         "auto-augment",
         "AutoAugment: a learned policy of 25 sub-policies (ImageNet, SVHN or CIFAR-10).",
-        "_auto_augment({x}, {sub_policy}, {policy_name}, seed={seed})",
+        "_auto_augment({x}, {sub_policy}, {stage_ran}, {negated}, {policy_name})",
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
         conditionals=True,
         aliases=("AutoAugment",),
         draws=(Draw("sub_policy", "_auto_augment_pick({policy_name}, {seed})",
-                    "the sub-policy applied (each of its stages then runs with its own p; "
-                    "which of them ran is not recorded)",
-                    _sub_policy_names),),
+                    "the sub-policy applied", _sub_policy_names),
+               Draw("stage_ran", "_auto_augment_runs({sub_policy}, {policy_name}, {seed})",
+                    "1 where the stage of the sub-policy ran (a coin with the stage's p), one "
+                    "per stage", levels=_stages),
+               Draw("negated", "_random_signs(_auto_augment_stages({policy_name}), {seed})",
+                    _SIGN_DOC + ", one per stage", levels=_stages)),
     ),
 ]

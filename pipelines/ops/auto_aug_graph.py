@@ -1,14 +1,19 @@
-"""DALI's auto-augment policies with the augmentation each sample gets drawn in the chain.
+"""DALI's auto-augment policies with every random choice drawn in the chain, independently.
 
 ``rand_augment.rand_augment`` and its siblings draw which augmentation a sample gets inside
-DALI's function, where the preview cannot read it back. These helpers are DALI 2.4's own
-``apply_rand_augment``, ``apply_trivial_augment`` and ``apply_auto_augment`` (same suites and
-policies, same random nodes with the same seeds, so the same output for the same seed) split
-in two: the draw of the pick, which the chain makes on a line of its own so the preview
-records it (:mod:`pipelines.draws`), and the application with DALI's ``select``. The exporter
-copies them into the training module like the other graph helpers, so the preview and the
-training code run the same functions; ``tests/pipelines/test_oracle.py`` compares them, bit
-for bit, with DALI's functions.
+DALI's function, where the preview cannot read it back, and DALI 2.4 gives every random node
+they make the same explicit ``seed``: DALI's random operators with one seed draw one stream, so
+the operation, the magnitude bin, the sign and AutoAugment's stage coins come out tied
+(TrivialAugment applies translate_x only at bins 0-2, RandAugment's sign is fixed by the
+operation, AutoAugment's last sub-policies hardly ever run their stages). These helpers are
+DALI 2.4's ``apply_rand_augment``, ``apply_trivial_augment`` and ``apply_auto_augment`` (same
+suites and policies, same ``select``) split in two: the draws, which the chain makes on lines
+of their own, each from a seed slot of its own (:mod:`pipelines.draws`), so they are
+independent and recorded, and the application, which draws nothing. The exporter copies them
+into the training module like the other graph helpers, so the preview and the training code
+run the same functions; ``tests/pipelines/test_policies.py`` checks the independence and
+``tests/pipelines/test_oracle.py`` compares each recorded pick, bit for bit, with DALI's own
+augmentation applied to the image.
 """
 
 from __future__ import annotations
@@ -24,19 +29,35 @@ from nvidia.dali.auto_aug import (
 from nvidia.dali.auto_aug.core import select, signed_bin
 
 HELPERS = (
+    "_random_signs",
     "_rand_augment_ops",
     "_rand_augment",
     "_trivial_augment_ops",
     "_trivial_augment",
     "_auto_augment_policy",
+    "_auto_augment_stages",
     "_auto_augment_pick",
+    "_auto_augment_runs",
     "_auto_augment",
 )
 """The helpers a chain may call, in the order the generated module defines them."""
 DEPS = {
+    "_auto_augment_stages": ("_auto_augment_policy",),
     "_auto_augment_pick": ("_auto_augment_policy",),
-    "_auto_augment": ("_auto_augment_policy",),
+    "_auto_augment_runs": ("_auto_augment_policy", "_auto_augment_stages"),
+    "_auto_augment": ("_auto_augment_policy", "_auto_augment_stages"),
 }
+
+
+def _random_signs(n, seed):
+    """Whether each of a sample's ``n`` magnitudes is negated (1) or not (0), as DALI's
+    ``signed_bin`` draws it, from a seed used for nothing else."""
+    return fn.random.uniform(
+        values=[0, 1],
+        dtype=types.INT32,
+        seed=seed,
+        shape=() if n == 1 else (n,),
+    )
 
 
 def _rand_augment_ops(n, seed):
@@ -51,19 +72,17 @@ def _rand_augment_ops(n, seed):
     )
 
 
-def _rand_augment(images, ops, n, m, seed):
-    """DALI's ``rand_augment.rand_augment(images, n, m, seed=seed)``, applying the drawn
-    ``ops``."""
+def _rand_augment(images, ops, signs, n, m):
+    """DALI's ``rand_augment.rand_augment(images, n, m)``, applying the drawn ``ops`` at
+    bin ``m`` with the drawn ``signs`` (one of each per level)."""
     suite = rand_augment.get_rand_augment_suite()
-    shape = () if n == 1 else (n,)
-    signed = any(aug.randomly_negate for aug in suite)
-    bins = signed_bin(m, seed=seed, shape=shape) if signed else m
+    bins = signed_bin(m, random_sign=signs)
     for level in range(n):
         images = select(
             suite,
             ops if n == 1 else ops[level],
             data=images,
-            magnitude_bin=bins if not signed or n == 1 else bins[level],
+            magnitude_bin=bins if n == 1 else bins[level],
             num_magnitude_bins=31,
             fill_value=128,
             interp_type=None,
@@ -78,17 +97,15 @@ def _trivial_augment_ops(seed):
     return fn.random.uniform(values=list(range(count)), seed=seed, dtype=types.INT32)
 
 
-def _trivial_augment(images, op, magnitude_bin, num_magnitude_bins, seed):
-    """DALI's ``trivial_augment.trivial_augment_wide(images, num_magnitude_bins,
-    seed=seed)``, applying the drawn ``op`` at the drawn ``magnitude_bin``."""
+def _trivial_augment(images, op, magnitude_bin, sign, num_magnitude_bins):
+    """DALI's ``trivial_augment.trivial_augment_wide(images, num_magnitude_bins)``,
+    applying the drawn ``op`` at the drawn ``magnitude_bin`` with the drawn ``sign``."""
     suite = trivial_augment.get_trivial_augment_wide_suite()
-    if any(aug.randomly_negate for aug in suite):
-        magnitude_bin = signed_bin(magnitude_bin, seed=seed)
     return select(
         suite,
         op,
         data=images,
-        magnitude_bin=magnitude_bin,
+        magnitude_bin=signed_bin(magnitude_bin, random_sign=sign),
         num_magnitude_bins=num_magnitude_bins,
         fill_value=128,
         interp_type=None,
@@ -100,6 +117,12 @@ def _auto_augment_policy(name):
     return getattr(auto_augment, f"get_{name}_policy")()
 
 
+def _auto_augment_stages(name):
+    """How many stages the longest sub-policy of the policy has (each sample
+    draws a coin and a sign for each; DALI's four policies have two)."""
+    return max(len(s) for s in _auto_augment_policy(name).sub_policies)
+
+
 def _auto_augment_pick(name, seed):
     """The sub-policy AutoAugment applies to each sample, drawn as DALI's
     ``apply_auto_augment`` draws it."""
@@ -107,20 +130,27 @@ def _auto_augment_pick(name, seed):
     return fn.random.uniform(values=list(range(count)), seed=seed, dtype=types.INT32)
 
 
-def _auto_augment(images, sub_policy, name, seed):
-    """DALI's ``auto_augment.auto_augment(images, policy_name=name, seed=seed)``,
-    applying the drawn ``sub_policy``: each of its stages runs with its own
-    probability."""
+def _auto_augment_runs(sub_policy, name, seed):
+    """Whether each stage of the drawn ``sub_policy`` runs on the sample (1) or
+    not (0): a uniform draw per stage below the stage's probability, as DALI draws
+    it, from a seed used for nothing else."""
+    subs = _auto_augment_policy(name).sub_policies
+    stages = _auto_augment_stages(name)
+    probs = np.zeros((len(subs), stages), dtype=np.float32)
+    for i, s in enumerate(subs):
+        for k, (_, p, _) in enumerate(s):
+            probs[i, k] = p
+    u = fn.random.uniform(range=[0, 1], shape=(stages,), dtype=types.FLOAT, seed=seed)
+    return fn.cast(u < types.Constant(probs)[sub_policy], dtype=types.INT32)
+
+
+def _auto_augment(images, sub_policy, runs, signs, name):
+    """DALI's ``auto_augment.auto_augment(images, policy_name=name)``, applying
+    the drawn ``sub_policy``: the stages its drawn ``runs`` say, with the drawn
+    ``signs``."""
     policy = _auto_augment_policy(name)
     subs = policy.sub_policies
-    stages = max(len(s) for s in subs)
-    should_run = fn.random.uniform(
-        range=[0, 1],
-        shape=(stages,),
-        dtype=types.FLOAT,
-        seed=seed,
-    )
-    probs = np.zeros((len(subs), stages), dtype=np.float32)
+    stages = _auto_augment_stages(name)
     bins = np.zeros((len(subs), stages), dtype=np.int32)
     suites = []  # per stage: its augmentations in order of first use, then the identity
     for k in range(stages):
@@ -131,18 +161,14 @@ def _auto_augment(images, sub_policy, name, seed):
         suites.append(used + [augmentations.identity])
     ids = np.array([[len(suite) - 1 for suite in suites] for _ in subs], dtype=np.int32)
     for i, s in enumerate(subs):
-        for k, (aug, p, mag) in enumerate(s):
-            probs[i, k] = p
+        for k, (aug, _, mag) in enumerate(s):
             # DALI's placeholder for a stage without a magnitude: never used
             bins[i, k] = mag if mag is not None else -999
             ids[i, k] = suites[k].index(aug)
-    run_p = types.Constant(probs)[sub_policy]
-    mag_bins = types.Constant(bins)[sub_policy]
+    mag_bins = signed_bin(types.Constant(bins)[sub_policy], random_sign=signs)
     aug_ids = types.Constant(ids)[sub_policy]
-    if any(aug.randomly_negate for aug in policy.augmentations.values()):
-        mag_bins = signed_bin(mag_bins, seed=seed, shape=(stages,))
     for k in range(stages):
-        if should_run[k] < run_p[k]:
+        if runs[k] == 1:
             images = select(
                 suites[k],
                 aug_ids[k],

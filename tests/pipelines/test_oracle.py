@@ -283,20 +283,22 @@ ORACLES: dict[str, tuple[Case, ...]] = {
     "auto_aug.invert": (Case({}, lambda x, _: augmentations.invert(x)),),
     "auto_aug.equalize": (Case({}, lambda x, _: augmentations.equalize(x)),),
     "auto_aug.auto_contrast": (Case({}, lambda x, _: augmentations.auto_contrast(x)),),
-    # ---- auto_aug policies
-    "rand_augment": (Case({"n": 3, "m": 14},
-                          lambda x, _: rand_augment.rand_augment(x, n=3, m=14, seed=OP_SEED),
-                          conditionals=True),),
-    "trivial_augment": (Case(
-        {"num_magnitude_bins": 20},
-        lambda x, _: trivial_augment.trivial_augment_wide(x, num_magnitude_bins=20,
-                                                          seed=OP_SEED),
-        conditionals=True),),
-    "auto_augment": (Case(
-        {"policy_name": "svhn"},
-        lambda x, _: auto_augment.auto_augment(x, policy_name="svhn", seed=OP_SEED),
-        conditionals=True),),
 }
+
+POLICIES: dict[str, dict[str, Any]] = {
+    # ---- auto_aug policies: each sample's recorded picks (operation, magnitude bin, sign,
+    # AutoAugment's sub-policy and the stages that ran) applied with DALI's own single
+    # augmentations, sample by sample. Not DALI's policy functions called with the op's seed:
+    # those give one seed to every random node, so their draws are tied (each operation at a
+    # few bins, the sign set by the operation; tests/pipelines/test_policies.py) and matching
+    # them bit for bit would only show that the bug was copied.
+    "rand_augment": {"n": 3, "m": 14},
+    "trivial_augment": {"num_magnitude_bins": 20},
+    "auto_augment": {"policy_name": "svhn"},
+}
+POLICY_DRAWS = 4
+"""Draws of every image the policy oracle renders (a few dozen samples, each checked)."""
+
 
 CUSTOM: dict[str, dict[str, Any]] = {
     # shipped Python operators: their meaning is the function itself, called on the array
@@ -395,7 +397,7 @@ def assert_same(name: str, case: Case, got: list[np.ndarray], want: list[np.ndar
 
 
 def test_every_entry_names_a_catalog_operator():
-    stale = (set(ORACLES) | set(CUSTOM) | set(GPU_ONLY)) - set(CATALOG)
+    stale = (set(ORACLES) | set(POLICIES) | set(CUSTOM) | set(GPU_ONLY)) - set(CATALOG)
     assert not stale, f"oracle entries for operators the catalog no longer has: {sorted(stale)}"
 
 
@@ -406,6 +408,9 @@ def test_operator_matches_plain_dali(engine, name):
         assert not spec.cpu
         assert "cpu" not in backend.GetSchema(GPU_ONLY[name]).GetSupportedBackends()
         pytest.skip("DALI 2.4 implements it on the GPU only")
+    if name in POLICIES:
+        _check_policy(engine, name)
+        return
     if spec.custom:
         if name not in CUSTOM:
             pytest.skip("a user-defined operator registered at run time")
@@ -453,6 +458,61 @@ def _check_custom(engine: PreviewEngine, name: str) -> None:
     want = [spec.function(img.copy(), *args) for img in engine.images]
     case = Case(params, lambda x, _: x)
     assert_same(name, case, render.images, want, engine.names)
+
+
+def _policy_augmentations(name: str, params: dict[str, Any],
+                          drawn: dict[str, Any]) -> list[tuple[Any, int, int, int]]:
+    """(DALI augmentation, magnitude bin, negated, number of bins) a sample's recorded draws
+    say the policy applies, in order, read from DALI's own suites and policies."""
+    if name == "rand_augment":
+        suite = rand_augment.get_rand_augment_suite()
+        return [(suite[drawn[f"op_{k}"]], params["m"], drawn[f"negated_{k}"], 31)
+                for k in range(1, params["n"] + 1)]
+    if name == "trivial_augment":
+        suite = trivial_augment.get_trivial_augment_wide_suite()
+        return [(suite[drawn["op"]], drawn["magnitude_bin"], drawn["negated"],
+                 params["num_magnitude_bins"])]
+    policy = getattr(auto_augment, f"get_{params['policy_name']}_policy")()
+    stages = policy.sub_policies[drawn["sub_policy"]]
+    return [(aug, mag or 0, drawn[f"negated_{k}"], policy.num_magnitude_bins)
+            for k, (aug, _, mag) in enumerate(stages, start=1) if drawn[f"stage_ran_{k}"]]
+
+
+def _single_augmentations(image: np.ndarray, augs: list[tuple[Any, int, int, int]]) -> np.ndarray:
+    """The image through DALI's own augmentations at literal bins and signs (a signed one
+    gets its sign as ``signed_bin(bin, random_sign=...)``, as DALI's docs give it)."""
+
+    def graph(x: DataNode, _: list[np.ndarray]) -> DataNode:
+        for aug, bin_, negated, bins in augs:
+            magnitude: Any = bin_
+            if aug.randomly_negate:
+                sign = types.Constant(np.int32(negated), dtype=types.INT32, device="cpu")
+                magnitude = signed_bin(bin_, random_sign=sign)
+            x = aug(x, magnitude_bin=magnitude, num_magnitude_bins=bins, fill_value=128,
+                    interp_type=None)
+        return x
+
+    return plain_dali(Case({}, graph), [image])[0]
+
+
+def _check_policy(engine: PreviewEngine, name: str) -> None:
+    params = POLICIES[name]
+    _check_values(name, params)
+    with project_deprecations() as deprecated:
+        render = engine.render(one_step(name, **params), draws=POLICY_DRAWS)
+    assert deprecated == [], f"{name}: the project's code calls a deprecated DALI name"
+    signs, changed = set(), 0
+    for k, (got, record) in enumerate(zip(render.images, render.records, strict=True)):
+        augs = _policy_augmentations(name, params, record.values[0])
+        signs |= {negated for aug, _, negated, _ in augs if aug.randomly_negate}
+        original = engine.images[record.image]
+        want = _single_augmentations(original, augs)
+        what = f"{name} sample {k} ({[(a.name, b, s) for a, b, s, _ in augs]})"
+        assert_same(what, Case(params, lambda x, _: x), [got], [want],
+                    [engine.names[record.image]])
+        changed += want.shape != original.shape or not np.array_equal(want, original)
+    assert signs == {0, 1}, f"{name}: the samples never drew both signs; draw more"
+    assert changed > len(render.images) // 2, f"{name}: most samples come out unchanged"
 
 
 # ---- current DALI names only --------------------------------------------------------------------

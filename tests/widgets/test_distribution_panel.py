@@ -55,7 +55,8 @@ def test_run_fills_the_bar_and_shows_rates_histograms_and_picks(photo):
     assert angle.values.min() < -25 and angle.values.max() > 25
     png = Image.open(io.BytesIO(panel.histograms.value))
     assert png.format == "PNG" and png.width > 300 and png.height > 100
-    assert [s.param for s in panel.sampled] == ["angle", "horizontal"]
+    # rand_augment's recorded signs (one per level) are draws too
+    assert [s.param for s in panel.sampled] == ["angle", "horizontal", "negated_1", "negated_2"]
     assert "rand_augment" in panel.pick_table.value and "level 2" in panel.pick_table.value
     assert "identity" in panel.pick_table.value
     (ra,) = panel.picks
