@@ -226,3 +226,10 @@ def test_the_cycle_finder_finds_cycles():
 def test_modules_stay_small(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{rel(path)} has {lines} lines; split it by what it holds"
+
+
+def test_test_files_have_unique_names():
+    """tests/ holds no packages, so pytest imports each test file by its base name: two files
+    with one name make the whole run stop at collection."""
+    names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
+    assert not {n for n in names if names.count(n) > 1}
