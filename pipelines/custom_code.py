@@ -35,7 +35,8 @@ RESERVED_NAMES = frozenset({
     "PRESET_JSON", "P", "_op_seed", "_vec", "_inputs", "_node", "_center", "_affine",
     "_perspective", "_const", "_bin", "_picked", "_checked", "augment", "finish",
     "select", "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
-    "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "flat_folder_files",
+    "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "_auto_augment_stages",
+    "_auto_augment_runs", "_random_signs", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
 })
