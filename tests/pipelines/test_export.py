@@ -25,7 +25,7 @@ from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.shards import EMBEDDED, shard_preset
 from tests.support import SAMPLES, import_export, preset_dict
 
-RUFF = shutil.which("ruff")
+RUFF = shutil.which("ruff") or "ruff"  # the test extra installs it
 FULL = preset_dict(
     [{"op": name, "probability": 0.5, "params": {}} for name in CATALOG],
     output={"resize_shorter": 256, "crop": [224, 224], "mean": [0.485, 0.456, 0.406],
@@ -55,7 +55,6 @@ def test_one_commented_block_per_step(full_code):
     compile(full_code, "augment.py", "exec")
 
 
-@pytest.mark.skipif(RUFF is None, reason="ruff is part of the test extra")
 @pytest.mark.parametrize("line_length", ["88", "100"])
 def test_exported_code_is_formatted_and_ruff_clean(full_code, tmp_path, line_length):
     path = tmp_path / "augment.py"
@@ -261,7 +260,6 @@ GROUPED = preset_dict([  # the widest groups: every line of their blocks within 
 ] + [{"op": "flip"}] * 61, seed=3)
 
 
-@pytest.mark.skipif(RUFF is None, reason="ruff is part of the test extra")
 @pytest.mark.parametrize("line_length", ["88", "100"])
 def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
     code = export_code(load(GROUPED))

@@ -4,6 +4,7 @@ come from one run of both, and a missing library is said, not fatal."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import subprocess
@@ -25,8 +26,8 @@ from tests.pipelines.import_examples import (
 )
 from tests.support import SAMPLES
 
-torchvision = pytest.importorskip("torchvision")
-A = pytest.importorskip("albumentations")
+torchvision = importlib.import_module("torchvision")
+A = importlib.import_module("albumentations")
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@ library and imports back into the same steps."""
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -73,7 +75,7 @@ def run_code(code: str):
 @pytest.mark.parametrize(("library", "steps"), [("torchvision", TV_STEPS),
                                                  ("albumentations", ALB_STEPS)])
 def test_written_code_runs_in_the_library_and_imports_back_to_the_same_steps(library, steps):
-    pytest.importorskip(library)
+    importlib.import_module(library)
     preset = load(preset_dict(steps, output=OUTPUT))
     code = to_library_code(preset, library)
     assert "no " + library + " equivalent" not in code.split('"""', 2)[2], code
