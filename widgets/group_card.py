@@ -21,7 +21,7 @@ from dali_gallery.pipelines.preset_validate import MAX_WEIGHT, MIN_WEIGHT
 
 from . import style
 from .model import ChainModel
-from .step_card import COLLAPSED, EXPANDED, CardActions, StepCard, _button
+from .step_card import EXPANDED, CardActions, CardFrame, StepCard, _button
 
 
 def card_key(step: Step | Group) -> Hashable:
@@ -72,7 +72,7 @@ class _ChildActions:
         self.card.actions.remove_step(index)
 
 
-class GroupCard:
+class GroupCard(CardFrame):
     """Widgets of the group at ``index``; rebuilt when its children's operators change."""
 
     def __init__(self, index: int, group: Group, actions: CardActions, model: ChainModel,
@@ -185,28 +185,6 @@ class GroupCard:
             self.widget.add_class(style.STEP_DISABLED)
         ops = ", ".join(c.op for _, c in group.active_children())
         self.summary.value = f'<span style="opacity:.75;font-size:12px">{escape(ops)}</span>'
-
-    def set_collapsed(self, collapsed: bool) -> None:
-        self.collapsed = collapsed
-        self.body.layout.display = "none" if collapsed else None
-        self.summary.layout.display = None if collapsed else "none"
-        self.collapse.description = COLLAPSED if collapsed else EXPANDED
-
-    def show_error(self, message: str | None) -> None:
-        """A render failure caused by this group (None clears it); expands the card."""
-        if message:
-            self.error.value = f"<b>render failed:</b> {escape(message)}"
-            self.error.layout.display = None
-            self.widget.add_class(style.STEP_CARD_ERROR)
-            self.set_collapsed(False)
-        else:
-            self.error.value = ""
-            self.error.layout.display = "none"
-            self.widget.remove_class(style.STEP_CARD_ERROR)
-
-    @property
-    def error_text(self) -> str:
-        return self.error.value
 
     def edit(self, change: Callable[[], Any]) -> None:
         """Apply an edit of the group or a child; a refused one is shown here and the

@@ -41,7 +41,42 @@ def _button(label: str, tip: str, css: str) -> w.Button:
         width="30px", min_width="30px", padding="0")), css)
 
 
-class StepCard:
+class CardFrame:
+    """Collapse and render-error display shared by step and group cards (they hold ``body``,
+    ``summary``, ``collapse``, ``error`` and ``widget``)."""
+
+    collapsed: bool
+    body: w.Box
+    summary: w.HTML
+    collapse: w.Button
+    error: w.HTML
+    widget: w.Box
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        self.collapsed = collapsed
+        self.body.layout.display = "none" if collapsed else None
+        self.summary.layout.display = None if collapsed else "none"
+        self.collapse.description = COLLAPSED if collapsed else EXPANDED
+
+    def show_error(self, message: str | None) -> None:
+        """A render failure caused by this step or group (None clears it); expands the
+        card."""
+        if message:
+            self.error.value = f"<b>render failed:</b> {escape(message)}"
+            self.error.layout.display = None
+            self.widget.add_class(style.STEP_CARD_ERROR)
+            self.set_collapsed(False)
+        else:
+            self.error.value = ""
+            self.error.layout.display = "none"
+            self.widget.remove_class(style.STEP_CARD_ERROR)
+
+    @property
+    def error_text(self) -> str:
+        return self.error.value
+
+
+class StepCard(CardFrame):
     """Widgets of step ``index``; rebuilt when the chain's structure changes. ``child``: the
     card is that child of the group at ``index`` (a :class:`~.group_card.GroupCard` holds it;
     ``actions`` then edit the child, and the chain's buttons are the group's)."""
@@ -134,28 +169,6 @@ class StepCard:
         else:
             self.widget.add_class(style.STEP_DISABLED)
         self.summary.value = self._summary(step)
-
-    def set_collapsed(self, collapsed: bool) -> None:
-        self.collapsed = collapsed
-        self.body.layout.display = "none" if collapsed else None
-        self.summary.layout.display = None if collapsed else "none"
-        self.collapse.description = COLLAPSED if collapsed else EXPANDED
-
-    def show_error(self, message: str | None) -> None:
-        """A render failure caused by this step (None clears it); expands the card."""
-        if message:
-            self.error.value = f"<b>render failed:</b> {escape(message)}"
-            self.error.layout.display = None
-            self.widget.add_class(style.STEP_CARD_ERROR)
-            self.set_collapsed(False)
-        else:
-            self.error.value = ""
-            self.error.layout.display = "none"
-            self.widget.remove_class(style.STEP_CARD_ERROR)
-
-    @property
-    def error_text(self) -> str:
-        return self.error.value
 
     def close(self) -> None:
         style.close_tree(self.widget)
