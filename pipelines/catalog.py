@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from .op_search import search
+from .op_search import search, suggestions
 from .ops import all_ops
 from .opspec import CATEGORIES, Constraint, OpSpec
 
@@ -57,7 +57,12 @@ class Catalog(Mapping[str, OpSpec]):
 
     def suggest(self, op: object) -> str:
         """The hint after "unknown operator ...": the names ``op`` may have meant."""
-        near = [n for n in self._ops if isinstance(op, str) and op.split(".")[-1] in n][:5]
+        if not isinstance(op, str):
+            return " (see `dali-gallery ops`)"
+        near = [n for n in self._ops if op.split(".")[-1] in n]
+        # the search's own near matches (names and declared aliases): one "did you mean"
+        near += [n for n in suggestions(self._ops.values(), op) if n not in near]
+        near = near[:5]
         return f" (did you mean {', '.join(near)}?)" if near else " (see `dali-gallery ops`)"
 
 
