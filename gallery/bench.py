@@ -30,7 +30,7 @@ from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 __all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
 SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision",
-            "albumentations", "widget", "gallery", "distribution")
+            "albumentations", "widget", "gallery", "distribution", "browser")
 
 
 def _to_host(out: Any, device: str) -> list[np.ndarray]:
@@ -247,13 +247,15 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
     feature they measure (imported here, at the top layer, only when the bench runs)."""
     from dali_gallery.widgets.bench import bench_widget
 
+    from .browser_bench import bench_browser
     from .decode_bench import bench_decode
     from .distribution_bench import bench_distribution
     from .gallery_bench import bench_gallery
     from .library_bench import bench_albumentations
 
     return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery,
-            "albumentations": bench_albumentations, "distribution": bench_distribution}
+            "albumentations": bench_albumentations, "distribution": bench_distribution,
+            "browser": bench_browser}
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,

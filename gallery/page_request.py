@@ -22,6 +22,8 @@ from dali_gallery.widgets.ui_thread import kernel_loop, on_ui_thread
 PREHEAT_ENV = "VOILA_PREHEAT"
 """``True`` in a kernel Voilà started ahead of any page (its pool), ``False`` otherwise."""
 QUERY_ENV = "QUERY_STRING"
+READY_LOG = "dali-gallery: a kernel started ahead has run the app and waits for its page"
+"""What the app writes to the server's log (the kernel's stderr) once a pooled kernel is ready."""
 _log = logging.getLogger(__name__)
 
 Claimed = Callable[[str | None], None]

@@ -85,7 +85,7 @@ from the notebook's folder, so nothing else may live there."""
 IOPUB_TIMEOUT_S = 120
 
 #: Kernels kept started ahead of any page (each one ~250 MB of memory while it waits).
-DEFAULT_POOL_SIZE = 0
+DEFAULT_POOL_SIZE = 2
 MAX_POOL_SIZE = 16
 
 #: Names served from :mod:`.serve_websocket` / :mod:`.serve_kernels` on first use: they import

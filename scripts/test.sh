@@ -97,14 +97,18 @@ ensure_python() {
 }
 
 # True when the package is installed from this checkout and the named modules import.
+# Run from / so that the check sees what is installed, not this checkout through the current
+# directory: a package installed (editable) from another clone must not count as installed here.
 _installed() {
-    "$GALLERY_PY" - "$REPO_ROOT" "$@" <<'PY'
+    (cd / && "$GALLERY_PY" - "$REPO_ROOT" "$@") <<'PY'
 import importlib, importlib.metadata as md, pathlib, sys
 root = pathlib.Path(sys.argv[1]).resolve()
 try:
     md.distribution("dali-gallery")
+    import dali_gallery
     import dali_gallery.gallery.serve
-    assert pathlib.Path(dali_gallery.gallery.serve.__file__).resolve().is_relative_to(root)
+    for path in (*dali_gallery.__path__, dali_gallery.gallery.serve.__file__):
+        assert pathlib.Path(path).resolve().is_relative_to(root), path
     for name in sys.argv[2:]:
         importlib.import_module(name)
 except Exception:

@@ -29,3 +29,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """Built pipelines are cached in a folder of this test session, never the user's own (the
     servers and kernels the tests start inherit it)."""
     os.environ["DALI_GALLERY_CACHE"] = tempfile.mkdtemp(prefix="dali-gallery-test-cache-")
+    # Builder() autosaves to the user's own folder by default: not from tests (the autosave
+    # tests turn the default back on in a folder of their own)
+    os.environ["DALI_GALLERY_AUTOSAVE"] = "off"

@@ -9,11 +9,21 @@ A file there that cannot be restored (binary, too large, too deep, a FIFO) must 
 builder: it is moved aside to ``<name>.corrupt-<time>`` (kept for the user), reported, and the
 builder starts clean. A directory or device at the path is left alone and autosave is off.
 Messages name the file, not its folder (the builder may be served to a browser).
+
+``Builder()`` autosaves by default (:func:`autosave_for`) to a file of the user's own: under the
+Jupyter data dir (``jupyter --data-dir``, in the user's home), in ``dali-gallery/autosave/``
+(a folder only its owner can enter), one file per notebook (named after the notebook JupyterLab
+runs the kernel for, ``$JPY_SESSION_NAME``). ``$DALI_GALLERY_AUTOSAVE`` names another file, or
+``off``. In a Voilà page it is off: every visitor of a served app runs as the same system user,
+so a default file would be shared between them (the served app keeps the pipeline in the page's
+link instead, :mod:`.share_link`); ``Builder(autosave=path)`` still turns it on there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import stat
 import tempfile
 import time
@@ -23,6 +33,14 @@ from pathlib import Path
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.preset import Preset, PresetError, load_file
 from dali_gallery.pipelines.preset_document import file_kind, quote
+
+from .page_ready import VOILA_ENV
+
+AUTOSAVE_ENV = "DALI_GALLERY_AUTOSAVE"
+"""A file to autosave to instead of the default, or ``off`` (not read in a Voilà page)."""
+SESSION_ENV = "JPY_SESSION_NAME"
+"""The notebook JupyterLab (jupyter_server) started the kernel for."""
+OFF = ("off", "0", "none", "false")
 
 
 @dataclass(frozen=True)
@@ -50,8 +68,14 @@ class Autosave:
         """The file as messages name it (no folder: it may be a server path)."""
         return quote(self.path.name, 80)
 
+    def disable(self, why: str) -> None:
+        """Turn autosave off for this session, saying why (shown in the builder's toolbar)."""
+        self._disable(why)
+
     def restorable(self, catalog: Catalog = CATALOG) -> Restorable:
         """The previous session's pipeline, or why not (moving a bad file aside first)."""
+        if not self.enabled:
+            return Restorable(None, self.error, problem=True)
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -107,3 +131,59 @@ class Autosave:
         self.error = ""
         self._last = text
         return True
+
+
+def default_path() -> Path | None:
+    """The file ``Builder()`` autosaves to, or None (off): see the module's docstring."""
+    if os.environ.get(VOILA_ENV):
+        return None
+    value = os.environ.get(AUTOSAVE_ENV, "").strip()
+    if value.lower() in OFF:
+        return None
+    if value:
+        return Path(value).expanduser()
+    from jupyter_core.paths import jupyter_data_dir
+
+    folder = Path(jupyter_data_dir()) / "dali-gallery" / "autosave"
+    notebook = os.environ.get(SESSION_ENV, "")
+    if not notebook:
+        return folder / "builder.json"
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(notebook).stem)[:40].strip("._") or "notebook"
+    digest = hashlib.sha256(os.fsencode(notebook)).hexdigest()[:12]
+    return folder / f"{stem}-{digest}.json"
+
+
+def autosave_for(setting: str | os.PathLike[str] | bool | None) -> Autosave | None:
+    """What ``Builder(autosave=...)`` means: True, the default file (:func:`default_path`;
+    None where there is none); a path, that file; None or False, no autosave."""
+    if setting is None or setting is False:
+        return None
+    if setting is not True:
+        return Autosave(setting)
+    path = default_path()
+    if path is None:
+        return None
+    auto = Autosave(path)
+    if os.environ.get(AUTOSAVE_ENV, "").strip():
+        return auto  # a file the user named: its folder is theirs to choose
+    problem = _private_folder(path.parent)
+    if problem:
+        auto.disable(problem)
+    return auto
+
+
+def _private_folder(folder: Path) -> str:
+    """'' once ``folder`` exists, belongs to this user and only they can write to it (made
+    with mode 0700), else why not: another user could read or replace the pipeline there."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.stat(folder)
+    except OSError as e:
+        return f"is in a folder that cannot be made ({e.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is in a folder that is not a folder"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return "is in a folder that belongs to another user"
+    if info.st_mode & 0o022:
+        return "is in a folder other users can write to"
+    return ""

@@ -32,7 +32,7 @@ from dali_gallery.pipelines.preset import (
 )
 
 from . import style
-from .autosave import Autosave
+from .autosave import autosave_for
 from .builder_layout import build_layout
 from .export_panel import slug
 from .group_card import GroupCard, card_key, make_card
@@ -55,7 +55,8 @@ class Builder:
     samples). ``preset``: a path, JSON text, dict or Preset. ``device``: "auto", "cpu" or
     "gpu". ``allowed_root``: folders typed in the UI must lie inside it (None: any folder).
     ``size``: longest image side for the preview (0 = original size, exact export parity).
-    ``autosave``: a file the pipeline is saved to after edits (and offered back next time).
+    ``autosave``: saved after edits, offered back next time: True, a per-user file per notebook
+    (off in Voilà, see ``autosave.autosave_for``), a path, or None/False (off).
     ``sync=True`` renders in the calling thread (no worker thread).
     """
 
@@ -63,7 +64,7 @@ class Builder:
                  allowed_root: str | Path | None = None, draws: int = 3, max_images: int = 6,
                  size: int = 256, samples: str | Path | None = SAMPLES_DIR,
                  thumbnails: bool = True, sync: bool = False,
-                 autosave: str | Path | None = None, catalog: Catalog = CATALOG) -> None:
+                 autosave: str | Path | bool | None = True, catalog: Catalog = CATALOG) -> None:
         check_size(size)
         start = images if images is not None else samples
         # a path that does not exist fails here, before any thread or pipeline exists
@@ -71,7 +72,7 @@ class Builder:
         self.catalog = catalog
         self.model = ChainModel(load(preset, catalog) if preset is not None else None, catalog)
         self.allowed_root = Path(allowed_root).resolve() if allowed_root is not None else None
-        self.autosave = Autosave(autosave) if autosave is not None else None
+        self.autosave = autosave_for(autosave)
         self.cards: list[StepCard | GroupCard] = []
         self.image_problems: list[ImageProblem] = []
         self._ui = threading.RLock()

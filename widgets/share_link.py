@@ -34,7 +34,7 @@ from .model import ChainModel, Change, empty_preset
 PARAM = "preset"
 """The query parameter that holds the pipeline."""
 MAX_LINK_CHARS = 16 * 1024
-"""Longest ``preset`` value accepted (and produced): a 40-step pipeline takes about 2 KB."""
+"""Longest ``preset`` value accepted (and produced): a 40-step pipeline takes about 1.5 KB."""
 MAX_QUERY_CHARS = 64 * 1024
 """Longest query string looked at (tornado already refuses request heads over 64 KiB)."""
 MAX_QUERY_FIELDS = 64

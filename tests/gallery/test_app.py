@@ -1,4 +1,5 @@
-"""The app wires one image source to the gallery and the builder, and gallery clicks to steps.
+"""The app wires one image source to the gallery and the builder, and gallery clicks to steps;
+served, it keeps the pipeline in the page's link (issue 13).
 
 Real Builder, real GalleryView, real DALI renders; the gallery is narrowed to one category
 right after start so each test renders a few rows only.
@@ -6,19 +7,36 @@ right after start so each test renders a few rows only.
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 
+import IPython.display
 import ipywidgets as W
 import pytest
+import voila.utils
 
-from dali_gallery.gallery.app import App, quiet_dali_deprecations
+from dali_gallery.gallery import app as app_module
+from dali_gallery.gallery import page_request
+from dali_gallery.gallery.app import (
+    PAGE_LOAD_TIMEOUT_S,
+    UNCLAIMED_TIMEOUT_S,
+    App,
+    quiet_dali_deprecations,
+)
+from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
-from tests.support import SAMPLES
+from dali_gallery.pipelines.preset import load
+from dali_gallery.widgets import page_ready, ui_thread
+from dali_gallery.widgets.autosave import AUTOSAVE_ENV
+from dali_gallery.widgets.share_link import MAX_LINK_CHARS, PARAM, decode, encode, sync_script
+from tests.gallery.test_page_request import FakeLoop
+from tests.support import SAMPLES, preset_dict
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -267,3 +285,91 @@ def test_dali_deprecation_noise_is_dropped_and_other_warnings_kept():
         warnings.showwarning("mine is now deprecated", DeprecationWarning, "/x/mine.py", 1)
         warnings.showwarning("a user warning", UserWarning, "/x/nvidia/dali/ops/__init__.py", 2)
     assert seen == ["mine is now deprecated", "a user warning"]
+
+
+# ---- the pipeline in the page's link, and who autosaves (issue 13) ---------------------------
+
+LINKED = preset_dict([{"op": "rotate", "params": {"angle": 17.0}},
+                      {"op": "hue", "probability": 0.5, "params": {"hue": 40.0}}], seed=31337)
+
+
+def test_the_served_app_opens_the_pipeline_in_its_link(monkeypatch, make_app):
+    """Before, every page load started from the default pipeline: a reload lost it."""
+    value = encode(load(LINKED))
+    monkeypatch.setenv(QUERY_ENV, f"token=secret&{PARAM}={value}")
+    app = make_app(page_link=True)
+    assert app.claimed
+    assert app.builder.preset.to_dict() == load(LINKED).to_dict()
+    assert app.link.value == value and app.link.widget in app.widget.children
+    assert app.message.value == ""
+    app.builder.set_seed(1)  # the link follows the edits
+    assert decode(app.link.value).seed == 1
+
+
+@pytest.mark.parametrize("query, says", [
+    (f"{PARAM}=%%%", "must be base64url text"),
+    (f"{PARAM}=" + "A" * (MAX_LINK_CHARS + 1), "a link holds at most"),
+    (f"{PARAM}=eNpVUEFugzAQ", "cut short"),
+])
+def test_a_bad_link_is_reported_and_the_default_pipeline_kept(monkeypatch, make_app, query, says):
+    monkeypatch.setenv(QUERY_ENV, query)
+    app = make_app(page_link=True)
+    shown = html.unescape(app.message.value)
+    assert "was not loaded" in shown and says in shown and "dg-error" in shown
+    assert app.builder.preset.steps == [] and app.link.value == ""
+
+
+def test_without_page_link_the_query_is_not_read(monkeypatch, make_app):
+    monkeypatch.setenv(QUERY_ENV, f"{PARAM}={encode(load(LINKED))}")
+    app = make_app()
+    assert app.link is None and app.builder.preset.steps == []
+
+
+def test_the_page_gets_the_script_that_keeps_the_link_in_the_address_bar(monkeypatch, make_app):
+    shown: list = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    make_app(page_link=True)._ipython_display_()
+    assert isinstance(shown[0], W.Widget) and shown[1].data == sync_script()
+    shown.clear()
+    make_app()._ipython_display_()
+    assert len(shown) == 1  # not in JupyterLab: its address is its own
+
+
+def test_the_app_does_not_autosave_unless_asked(monkeypatch, tmp_path, make_app):
+    """Builder() autosaves by default; the app does not: served, every visitor would share it."""
+    monkeypatch.delenv(AUTOSAVE_ENV, raising=False)
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    assert make_app().builder.autosave is None
+    assert make_app(autosave=tmp_path / "mine.json").builder.autosave.path == tmp_path / "mine.json"
+
+
+def test_a_pooled_kernel_waits_for_its_page_then_opens_its_link(monkeypatch, make_app):
+    """A kernel started ahead (the served app's pool) must be idle when its page connects: it
+    does not start the gallery on its 20 s timer before a page has claimed it (before, the
+    timer fired in the pool and the page found the kernel busy: widgets "not found"); once
+    claimed, it opens the page's link and gives the page the usual 20 s."""
+    loop = FakeLoop()
+    for module in (ui_thread, page_ready, page_request, app_module):
+        monkeypatch.setattr(module, "kernel_loop", lambda: loop)
+    monkeypatch.setattr(page_ready, "_waiting", [])
+    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    monkeypatch.setenv(PREHEAT_ENV, "True")
+    monkeypatch.setenv(QUERY_ENV, "")
+    value = encode(load(LINKED))
+    claimed = threading.Event()
+
+    def wait_for_request() -> None:
+        claimed.wait(60)
+        os.environ[QUERY_ENV] = f"{PARAM}={value}"
+
+    monkeypatch.setattr(voila.utils, "wait_for_request", wait_for_request)
+    app = make_app(page_link=True)
+    assert not app.claimed and not app.gallery.images_set
+    assert [delay for delay, _ in loop.timers] == [UNCLAIMED_TIMEOUT_S]
+    claimed.set()
+    loop.run_until(lambda: app.claimed)
+    assert app.builder.preset.to_dict() == load(LINKED).to_dict()
+    (start,) = [fn for delay, fn in loop.timers if delay == PAGE_LOAD_TIMEOUT_S]
+    assert not app.gallery.images_set
+    start()  # the page never asked for the widgets: the gallery starts anyway
+    assert app.gallery.images_set

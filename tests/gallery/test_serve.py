@@ -33,15 +33,19 @@ import dali_gallery.gallery.serve as serve_mod
 from dali_gallery.gallery.serve import (
     ALLOWED_ROOT_ENV,
     DEFAULT_IMAGES_DIR,
+    DEFAULT_POOL_SIZE,
     GALLERY_NOTEBOOK,
     IMAGES_ENV,
     KERNEL_WS_PROTOCOL,
+    MAX_POOL_SIZE,
     MAX_WS_MESSAGE_BYTES,
     v1_frame_ok,
     voila_command,
 )
 
 REPO = Path(__file__).resolve().parents[2]
+POOL = 2
+"""Kernels started ahead in the tests of the pool (whatever ``serve``'s default is)."""
 
 
 def _load_server_helpers():
@@ -376,6 +380,31 @@ def test_command_flags(tmp_path):
 
     public = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, host="0.0.0.0")
     assert "'allow_remote_access': True" in next(a for a in public if "tornado_settings" in a)
+
+
+def test_command_keeps_a_pool_of_kernels_started_ahead():
+    default = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1)
+    assert f"--VoilaConfiguration.default_pool_size={DEFAULT_POOL_SIZE}" in default
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, pool_size=POOL)
+    env_part = cmd[: cmd.index("-m")]
+    assert "--VoilaConfiguration.preheat_kernel=True" in cmd
+    assert f"--VoilaConfiguration.default_pool_size={POOL}" in cmd
+    # a pooled kernel asks the server for its page's request where the server listens
+    assert "VOILA_APP_IP=127.0.0.1" in env_part
+    other = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1,
+                          host="127.0.0.2", pool_size=3)
+    assert "VOILA_APP_IP=127.0.0.2" in other and "--VoilaConfiguration.default_pool_size=3" in other
+    v6 = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, host="::1",
+                       pool_size=POOL)
+    assert "VOILA_APP_IP=[::1]" in v6
+    off = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, pool_size=0)
+    assert "--VoilaConfiguration.preheat_kernel=False" in off
+    assert not any(a.startswith("VOILA_APP_IP=") for a in off)
+    # serve() finds its two variables where it looks for them, whatever follows
+    assert [a.split("=")[0] for a in cmd[1:3]] == [IMAGES_ENV, ALLOWED_ROOT_ENV]
+    for bad in (-1, MAX_POOL_SIZE + 1, True):
+        with pytest.raises(ValueError, match="pool_size"):
+            voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, pool_size=bad)
 
 
 def test_command_token_is_not_a_server_argument():
@@ -838,8 +867,28 @@ def test_kernel_gets_image_env_vars(decoy, decoy_server):
 # --------------------------------------------------------------------------------------------
 
 
+def kernel_processes(server) -> dict[str, int]:
+    """Kernel id -> process id of every kernel the server runs (from the connection file each
+    kernel was started with: ``.../kernel-<id>.json``)."""
+    found = {}
+    for pid in helpers.descendants(server.proc.pid):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"-f" in args:
+            name = Path(os.fsdecode(args[args.index(b"-f") + 1])).name
+            match = re.fullmatch(r"kernel-([0-9a-f-]{36})\.json", name)
+            if match:
+                found[match.group(1)] = pid
+    return found
+
+
 @pytest.mark.slow
-def test_idle_kernels_are_culled(decoy, tmp_path):
+@pytest.mark.parametrize("pool_size", [0, POOL])
+def test_idle_kernels_are_culled(decoy, tmp_path, pool_size):
+    """A page's kernel is culled once no page is connected and it is idle; kernels waiting in
+    the pool for a page are not (Voilà keeps them out of culling)."""
     server = helpers.start_voila(
         decoy["notebook"],
         tmp_path,
@@ -847,11 +896,12 @@ def test_idle_kernels_are_culled(decoy, tmp_path):
         allowed_root=decoy["root"],
         cull_idle_s=2,
         cull_interval_s=1,
+        pool_size=pool_size,
     )
     try:
         _, kernel_id = start_kernel_via_page(server)
         assert request(server, f"/api/kernels/{kernel_id}")[0] == 200
-        assert helpers.descendants(server.proc.pid), "no kernel process after a page load"
+        assert kernel_id in kernel_processes(server), "no kernel process after a page load"
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             if request(server, f"/api/kernels/{kernel_id}")[0] == 404:
@@ -860,10 +910,18 @@ def test_idle_kernels_are_culled(decoy, tmp_path):
         else:
             pytest.fail(f"kernel {kernel_id} not culled:\n{server.log_tail()}")
         deadline = time.monotonic() + 15
-        while helpers.descendants(server.proc.pid) and time.monotonic() < deadline:
+        while kernel_id in kernel_processes(server) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not helpers.descendants(server.proc.pid), "kernel process still running"
+        assert kernel_id not in kernel_processes(server), "kernel process still running"
         assert "culling" in server.log_tail(50000).lower()
+        # the pool is full again and stays: its kernels wait for pages, however long
+        deadline = time.monotonic() + 60
+        while len(kernel_processes(server)) < pool_size and time.monotonic() < deadline:
+            time.sleep(0.5)
+        pooled = set(kernel_processes(server))
+        assert len(pooled) == pool_size, server.log_tail()
+        time.sleep(4)  # two culling intervals past the idle timeout
+        assert set(kernel_processes(server)) == pooled
     finally:
         server.stop()
 

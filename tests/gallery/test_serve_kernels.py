@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -19,14 +20,19 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook
 
 from dali_gallery.gallery.serve import GALLERY_NOTEBOOK, voila_command
 from tests.browser.conftest import descendants, http_status, start_voila
 from tests.support import SAMPLES
 
 PAGES = 12
+POOL = 2
+"""Kernels started ahead in the tests of the pool (whatever ``serve``'s default is)."""
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+KERNEL_ID_RE = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 
 
 def get(url: str, timeout: float = 300) -> tuple[int, str]:
@@ -54,6 +60,15 @@ def connection_info(pid: int) -> tuple[Path, dict]:
     args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     path = Path(os.fsdecode(args[args.index(b"-f") + 1]))
     return path, json.loads(path.read_text())
+
+
+def wait_pool_filled(server, timeout: float = 180) -> None:
+    """Until the server's pool of kernels started ahead is full (pages before that get kernels
+    started for them: Voilà uses the pool once one of its kernels has run the notebook)."""
+    deadline = time.monotonic() + timeout
+    while "is filled with" not in server.log_tail(200_000):
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.3)
 
 
 def write_kernelspec(server_workdir: Path, argv: list[str]) -> None:
@@ -88,19 +103,23 @@ def test_command_refuses_a_temp_folder_too_long_for_unix_sockets(monkeypatch, tm
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_twelve_pages_opened_together_all_get_their_kernel(tmp_path):
-    """Twelve page loads at once (each starts a kernel and runs the app): every page comes back
-    with the app's widgets within the time limit, and every kernel talks to the server over
-    Unix sockets in a private folder: no port the server picked for one kernel can be taken
-    by another (ipykernel binds random TCP ports of its own for internal pipes, which is how
-    kernels started together collided). No page names the server's folders."""
+@pytest.mark.parametrize("pool_size", [0, POOL])
+def test_twelve_pages_opened_together_all_get_their_kernel(tmp_path, pool_size):
+    """Twelve page loads at once (the pool's kernels go to the first pages, the others start
+    one each and run the app): every page comes back with the app's widgets within the time
+    limit and a kernel of its own, and every kernel talks to the server over Unix sockets in a
+    private folder: no port the server picked for one kernel can be taken by another
+    (ipykernel binds random TCP ports of its own for internal pipes, which is how kernels
+    started together collided). No page names the server's folders."""
     root = tmp_path / "root"
     (root / "photos").mkdir(parents=True)
     for name in ("cat.jpg", "coffee.jpg"):
         shutil.copy(SAMPLES / name, root / "photos" / name)
     server = start_voila(GALLERY_NOTEBOOK, tmp_path / "server", images_dir=root / "photos",
-                         allowed_root=root)
+                         allowed_root=root, pool_size=pool_size)
     try:
+        if pool_size:
+            wait_pool_filled(server)
         t0 = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(PAGES) as pool:
             pages = list(pool.map(lambda _: get(server.url), range(PAGES)))
@@ -110,9 +129,12 @@ def test_twelve_pages_opened_together_all_get_their_kernel(tmp_path):
         assert all(WIDGET_VIEW in body for _, body in pages), log
         assert took < 300, f"{PAGES} pages took {took:.0f} s"
         assert "Address already in use" not in log and "failed while starting" not in log
+        ids = [KERNEL_ID_RE.search(body).group(1) for _, body in pages]
+        assert len(set(ids)) == PAGES, ids  # one kernel per page, never shared
+        assert ("Using pre-heated kernel" in log) == bool(pool_size), log
 
-        kernels = kernel_pids(server)
-        assert len(kernels) == PAGES, kernels
+        kernels = kernel_pids(server)  # the pages' kernels and the pool, refilling
+        assert PAGES <= len(kernels) <= PAGES + pool_size, kernels
         folders = set()
         for pid in kernels:
             path, info = connection_info(pid)
@@ -131,13 +153,15 @@ def test_twelve_pages_opened_together_all_get_their_kernel(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_kernel_that_dies_while_starting_gets_an_error_page(tmp_path):
+@pytest.mark.parametrize("pool_size", [0, POOL])
+def test_a_kernel_that_dies_while_starting_gets_an_error_page(tmp_path, pool_size):
     """Before: Voilà sent heartbeats forever and the page spun. Now: one retry, then a 503
-    page that says what happened, quickly, and the server keeps serving."""
+    page that says what happened, quickly, and the server keeps serving (a pooled kernel
+    goes through the same start; the page that takes that pool entry gets the 503)."""
     workdir = tmp_path / "server"
     write_kernelspec(workdir, [sys.executable, "-c", "raise SystemExit(3)", "-f",
                                "{connection_file}"])
-    server = start_voila(GALLERY_NOTEBOOK, workdir)
+    server = start_voila(GALLERY_NOTEBOOK, workdir, pool_size=pool_size)
     try:
         # the old page never ended (a heartbeat every 10 s): wait for the whole answer 60 s
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -159,7 +183,8 @@ def test_a_kernel_that_dies_while_starting_gets_an_error_page(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_a_kernel_that_dies_once_is_replaced_and_the_page_works(tmp_path):
+@pytest.mark.parametrize("pool_size", [0, POOL])
+def test_a_kernel_that_dies_once_is_replaced_and_the_page_works(tmp_path, pool_size):
     workdir = tmp_path / "server"
     marker = tmp_path / "died-once"
     launcher = tmp_path / "flaky_kernel.py"
@@ -172,13 +197,51 @@ def test_a_kernel_that_dies_once_is_replaced_and_the_page_works(tmp_path):
         "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', *sys.argv[1:]])\n"
     )
     write_kernelspec(workdir, [sys.executable, str(launcher), "-f", "{connection_file}"])
-    server = start_voila(GALLERY_NOTEBOOK, workdir)
+    server = start_voila(GALLERY_NOTEBOOK, workdir, pool_size=pool_size)
     try:
+        if pool_size:
+            wait_pool_filled(server)
         status, body = get(server.url)
         log = server.log_tail(50_000)
         assert status == 200 and WIDGET_VIEW in body, log
         assert marker.exists() and "attempt 1 of 2" in log and "attempt 2 of 2" not in log
-        assert len(kernel_pids(server)) == 1
+        if not pool_size:
+            assert len(kernel_pids(server)) == 1
+        else:  # the page took a pooled kernel (the replaced one or its sibling)
+            assert "Using pre-heated kernel" in log
+    finally:
+        server.stop()
+
+
+PROBE = """\
+from voila.utils import get_query_string
+print("QUERY=" + repr(get_query_string()))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_pooled_kernel_learns_its_own_pages_query_where_the_server_listens(tmp_path):
+    """Pooled kernels ran the notebook before any page asked: each learns its page's request
+    (the link) from the server when a page claims it. Voilà's kernels ask 127.0.0.1 unless told
+    otherwise: a server bound to another address (here 127.0.0.2) never answered them, and the
+    pages lost their links. Two pages, two kernels, each with its own query string."""
+    notebook = tmp_path / "nb" / "probe.ipynb"
+    notebook.parent.mkdir()
+    nb = new_notebook(cells=[new_code_cell(PROBE)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, notebook)
+    server = start_voila(notebook, tmp_path / "server", host="127.0.0.2", pool_size=POOL)
+    try:
+        wait_pool_filled(server)
+        answers = [get(f"{server.url}?preset=page{k}&token=", timeout=120) for k in range(2)]
+        log = server.log_tail(50_000)
+        assert "Using pre-heated kernel" in log, log  # (the second may start its own)
+        for k, (status, body) in enumerate(answers):
+            assert status == 200, log
+            assert f"QUERY=&#39;preset=page{k}&amp;token=&#39;" in body, body[-3000:]
+        assert KERNEL_ID_RE.search(answers[0][1]).group(1) != KERNEL_ID_RE.search(
+            answers[1][1]).group(1)
     finally:
         server.stop()
 

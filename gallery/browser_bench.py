@@ -1,0 +1,300 @@
+"""``dali-gallery bench browser``: the served app as a visitor sees it, in a real Chromium.
+
+A Voilà server with the real ``serve.voila_command`` settings (the pool of kernels started ahead
+included) and headless Chromium driven by Playwright. Measured with the page's own clock
+(``performance.now()``, from the start of navigation): page open to the first widget and to the
+first gallery image, for a first visit (new browser context: nothing cached) and for a reload,
+and to the whole gallery; in the builder, a structural edit (add a step) to the new preview, and
+a parameter change (slider key press) to the new preview. Each figure is reported beside the
+engine's own render time (the status lines of the gallery and the builder) and the machine's
+load average, since the page, the server and the kernels share the machine's cores.
+
+Needs Playwright (Python) and a Chromium (``$DALI_GALLERY_CHROMIUM``, else ``chromium`` on the
+PATH); without them the section says so and is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.timing import p95
+from dali_gallery.widgets.style import param_class
+
+from .bench_inputs import standard_preset
+from .gallery_bench import measure_slider_latency
+from .page_request import READY_LOG
+from .serve import DEFAULT_IMAGES_DIR, GALLERY_NOTEBOOK, voila_command
+
+FIRST_IMAGE_TARGET_S = 2.0
+"""Page open to the first gallery image on the 2-core CPU machine (issue 13)."""
+POOL = 2
+"""Kernels started ahead (``dali-gallery serve --pool-size``), measured against none."""
+CHROMIUM_ENV = "DALI_GALLERY_CHROMIUM"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TILE = ".dg-builder img.dg-preview-tile"
+MAGNITUDE = ".dg-step-card .{} .widget-slider:visible"
+"""A step's slider of one parameter (a range: its lower handle)."""
+
+_MARKS_JS = """(() => {
+  const marks = window.__dgMarks = {};
+  const mark = (k) => { if (!(k in marks)) marks[k] = performance.now(); };
+  document.addEventListener("load", (e) => {
+    const t = e.target;
+    if (t.tagName === "IMG" && t.classList.contains("dg-gallery-tile") && t.naturalWidth > 0)
+      mark("first_image");
+  }, true);
+  new MutationObserver(() => {
+    if (document.querySelector(".jupyter-widgets")) mark("widgets");
+    const s = document.querySelector(".dg-gallery-status");
+    if (s && / operators in /.test(s.textContent)) mark("gallery");
+  }).observe(document, {subtree: true, childList: true, characterData: true});
+})();"""
+_EDIT_WATCH_JS = """(sel) => {
+  const first = () => document.querySelector(sel);
+  const was = first() ? first().src : null;
+  window.__dgEdit = {key: null, shown: null};
+  document.addEventListener("keydown", () => {
+    if (window.__dgEdit.key === null) window.__dgEdit.key = performance.now();
+  }, {capture: true, once: true});
+  const check = () => {
+    const img = first();
+    if (window.__dgEdit.shown === null && img && img.src !== was) {
+      window.__dgEdit.shown = performance.now();
+    }
+  };
+  if (window.__dgEditObs) window.__dgEditObs.disconnect();
+  window.__dgEditObs = new MutationObserver(check);
+  window.__dgEditObs.observe(document.querySelector(".dg-builder"),
+    {subtree: true, childList: true, attributes: true, attributeFilter: ["src"]});
+}"""
+
+
+def _chromium() -> str | None:
+    return os.environ.get(CHROMIUM_ENV) or shutil.which("chromium") or shutil.which(
+        "chromium-browser")
+
+
+@contextlib.contextmanager
+def _server(workdir: Path, pool_size: int) -> Iterator[tuple[str, Path]]:
+    """A Voilà server on the gallery notebook with the served settings, private Jupyter
+    folders, its log in ``workdir``; stopped (kernels included) on the way out."""
+    port = _free_port()
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=port,
+                        pool_size=pool_size)
+    env = dict(os.environ)
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(workdir / name.lower())
+    env.pop("JUPYTER_TOKEN", None)
+    log = workdir / "voila.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=GALLERY_NOTEBOOK.parent, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        from .serve import _wait_until_ready
+
+        if not _wait_until_ready("127.0.0.1", port, proc, timeout=120):
+            raise RuntimeError(f"the Voilà server did not start: {log.read_text()[-2000:]}")
+        yield f"http://127.0.0.1:{port}/", log
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pool_ready(log: Path) -> int:
+    """Kernels started ahead that have run the app so far (each says so in the log)."""
+    return log.read_text(errors="replace").count(READY_LOG)
+
+
+def _wait_pool(log: Path, ready: int, timeout: float = 180.0) -> None:
+    """Until ``ready`` pooled kernels have run the app: the next visitor gets one that is
+    ready, as on a server that has been up a while. Nothing to wait for without a pool."""
+    deadline = time.monotonic() + timeout
+    while _pool_ready(log) < ready and time.monotonic() < deadline:
+        time.sleep(0.3)
+    time.sleep(1.0)  # the kernel's last output reaches the server
+
+
+def _context(browser: Any) -> Any:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(180_000)
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
+        ("http://127.0.0.1", "blob:", "data:")) else r.abort("blockedbyclient"))
+    context.add_init_script(_MARKS_JS)
+    return context
+
+
+def _open(page: Any, url: str | None) -> dict[str, Any]:
+    """Page open (or reload) until the whole gallery is shown: the page's marks in seconds."""
+    if url is None:
+        page.reload(wait_until="domcontentloaded")
+    else:
+        page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("() => window.__dgMarks && 'gallery' in window.__dgMarks",
+                           timeout=600_000)
+    marks = page.evaluate("() => window.__dgMarks")
+    status = page.locator(".dg-gallery-status").inner_text()
+    engine = re.search(r"operators in ([\d.]+) s \(first in ([\d.]+) s\)", status)
+    return {"widgets_s": round(marks["widgets"] / 1000, 2),
+            "first_image_s": round(marks["first_image"] / 1000, 2),
+            "gallery_s": round(marks["gallery"] / 1000, 2),
+            "engine_gallery_s": float(engine.group(1)) if engine else None,
+            "engine_first_row_s": float(engine.group(2)) if engine else None,
+            "load_average": round(os.getloadavg()[0], 2)}
+
+
+def _device(page: Any) -> str:
+    """What the page says its previews are rendered on."""
+    text = page.locator(".dg-app").first.inner_text()
+    m = re.search(r"rendered live by DALI on (.+?)\. ", text)
+    return m.group(1) if m else "unknown"
+
+
+def _engine_ms(page: Any) -> float | None:
+    text = page.locator(".dg-builder .dg-status").first.inner_text()
+    m = re.search(r"in (\d+(?:\.\d+)?) ms", text)
+    return float(m.group(1)) if m else None
+
+
+def _add_step(page: Any, name: str) -> dict[str, Any]:
+    """Type an operator in the picker and press Enter: keypress to the new preview image."""
+    _settle(page)
+    page.evaluate(_EDIT_WATCH_JS, TILE)
+    search = page.locator(".dg-builder .dg-picker-search input").first
+    search.fill(name)
+    search.press("Enter")
+    page.wait_for_function("() => window.__dgEdit.shown !== null", timeout=120_000)
+    ms = page.evaluate("() => window.__dgEdit.shown - window.__dgEdit.key")
+    page.wait_for_timeout(300)  # the status line follows the image
+    return {"op": name, "ms": round(ms, 1), "engine_ms": _engine_ms(page)}
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 2), "p95": round(p95(values), 2),
+            "max": round(max(values), 2)}
+
+
+def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[str, Any]:
+    """``visits`` first visits (each a new browser context; with a pool, on a server whose
+    pool is full again), the last one reloaded once (its browser cache warm)."""
+    opens, reload, ready = [], None, pool
+    for k in range(visits):
+        _wait_pool(log, ready)
+        context = _context(browser)
+        try:
+            page = context.new_page()
+            opens.append(_open(page, url))
+            ready += bool(pool)  # its replacement
+            if k == visits - 1:
+                _wait_pool(log, ready)
+                reload = _open(page, None)
+                ready += bool(pool)
+                reload["device"] = _device(page)
+        finally:
+            context.close()
+    firsts = [o["first_image_s"] for o in opens]
+    return {"visits": opens, "reload": reload, "first_image_s": _summary(firsts),
+            "within_target": max(firsts) <= FIRST_IMAGE_TARGET_S, "ready": ready}
+
+
+def _settle(page: Any, quiet_ms: int = 800) -> None:
+    """Until the builder's first preview tile has not changed for ``quiet_ms``."""
+    last, since = None, time.monotonic()
+    while time.monotonic() - since < quiet_ms / 1000:
+        src = page.locator(TILE).first.get_attribute("src")
+        if src != last:
+            last, since = src, time.monotonic()
+        page.wait_for_timeout(100)
+
+
+def _edits(browser: Any, url: str, moves: int) -> dict[str, Any]:
+    context = _context(browser)
+    try:
+        page = context.new_page()
+        _open(page, url)
+        page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text="Builder").click()
+        page.locator(TILE).first.wait_for(state="visible", timeout=120_000)
+        ops = [step.op for step in standard_preset().steps[:3]]  # the bench's usual chain
+        structural = [_add_step(page, op) for op in ops]
+        magnitude = CATALOG[ops[0]].magnitude  # the parameter a user moves first
+        slider = page.locator(MAGNITUDE.format(param_class(magnitude))).first
+        _settle(page)
+        param = measure_slider_latency(page, slider, TILE, moves=moves,
+                                       engine_ms=lambda: _engine_ms(page))
+    finally:
+        context.close()
+    param.pop("samples_ms", None)
+    return {"add_step": structural,
+            "add_step_ms": _summary([s["ms"] for s in structural]),
+            "parameter_change": param}
+
+
+def bench_browser(device: str, quick: bool) -> dict[str, Any]:
+    """The served app in Chromium: page open, whole gallery, edits to previews (see module).
+    ``device`` is not used: the served kernels pick theirs ('auto'); ``reload.device`` says
+    which. ``quick``: the pooled server only, fewer visits and slider moves."""
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError:
+        return {"skipped": "playwright (Python) is not installed: pip install playwright"}
+    chromium = _chromium()
+    if chromium is None:
+        return {"skipped": f"no Chromium found (set ${CHROMIUM_ENV} or put chromium on PATH)"}
+    out: dict[str, Any] = {"target_first_image_s": FIRST_IMAGE_TARGET_S,
+                           "cpu_cores": os.cpu_count()}
+    pools = [POOL] if quick else [POOL, 0]
+    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="dg-browser-") as tmp:
+        try:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True,
+                                         args=CHROMIUM_ARGS)
+        except Error as e:
+            return {"skipped": f"Chromium did not start: {str(e).splitlines()[0]}"}
+        try:
+            for pool in pools:
+                workdir = Path(tmp) / f"pool{pool}"
+                workdir.mkdir()
+                with _server(workdir, pool) as (url, log):
+                    visits = _visits(browser, url, log, 2 if quick else 4, pool)
+                    if pool:
+                        _wait_pool(log, visits["ready"])
+                        visits["edits"] = _edits(browser, url, 10 if quick else 30)
+                    visits.pop("ready")
+                    out[f"pool_size_{pool}"] = visits
+        finally:
+            browser.close()
+    return out
+
+
+if __name__ == "__main__":  # python -m dali_gallery.gallery.browser_bench [--quick]
+    import json
+
+    print(json.dumps(bench_browser("cpu", "--quick" in sys.argv), indent=2))
