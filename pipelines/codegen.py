@@ -24,6 +24,7 @@ from .catalog import CATALOG, Catalog, OpSpec
 from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
 from .draws import FIRST_SLOT as DRAW_SLOT
+from .label_code import LabelSet, hoisted, step_label_lines, unfired_kept
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -93,6 +94,11 @@ class Chain:
     :func:`preview_module`, read to name the step behind a line DALI reports."""
     child_module_lines: dict[tuple[int, int], range] = field(default_factory=dict)
     """(group's step index, child) -> the lines its block occupies in the preview module."""
+    labels: LabelSet | None = None
+    """The labels the chain carries (None: images only)."""
+    kept: list[tuple[int, int | None]] = field(default_factory=list)
+    """(step, child) of each block that records the kept fraction of every box (``kept_<tag>``),
+    in chain order: the preview returns them after the labels."""
 
     def child_at(self, line: int) -> tuple[int, int] | None:
         """(step, child) whose block holds ``line`` (None: no group's child's)."""
@@ -145,10 +151,14 @@ def _dtype(p: Param) -> str:
     return f"types.{p.dtype}"
 
 
-def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chain:
-    """The body lines of ``augment(images, seed)``, one commented block per enabled step."""
+def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
+                 labels: LabelSet | None = None) -> Chain:
+    """The body lines of ``augment(images, seed)`` (``augment(images, seed, labels)`` with
+    ``labels``), one commented block per enabled step."""
     body: list[str] = []
-    chain = Chain(body)
+    chain = Chain(body, labels=labels)
+    if labels is not None:
+        body.append(f"{', '.join(labels.names)} = labels")
     for i, step in preset.active_steps():
         start = len(body)
         if isinstance(step, Group):
@@ -159,11 +169,14 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG) -> Chai
             chain.conditionals |= spec.conditionals or step.probability < 1
             chain.checkpoints &= spec.checkpoints
         chain.step_lines[i] = (start, len(body))
+    out = "images" if labels is None else f"images, ({', '.join(labels.names)},)"
     if mode == "preview":
         recs = ", ".join(_record_var(r) for r in chain.records)
-        body.append(f"return images, [{recs}]")
+        kept = "" if labels is None else ", [" + ", ".join(
+            f"kept_{_At(s, c).tag}" for s, c in chain.kept) + "]"
+        body.append(f"return {out}, [{recs}]{kept}")
     else:
-        body.append("return images")
+        body.append(f"return {out}")
     return chain
 
 
@@ -232,7 +245,15 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
             chain.records.append(Record(at.step, name, at.child,
                                         None if k is None else f"{var}[{k}]"))
         args[d.name] = var
-    call = spec.call_source({"x": "images", "seed": op_seed, **args})
+    if chain.labels is not None:
+        lines.extend(hoisted(spec, args, at.tag))
+    full = {"x": "images", "seed": op_seed, **args}
+    call = spec.call_source(full)
+    body = [f"images = {call}"]
+    if chain.labels is not None:
+        body, kept = step_label_lines(spec, call, full, at.tag, chain.labels)
+        if kept:
+            chain.kept.append((at.step, at.child))
     conditions = list(when or [])
     if step.probability < 1:
         lines.append(_coin(at, step.probability, mode, chain))
@@ -240,15 +261,17 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         if at.child is None:
             chain.records.insert(first_record, Record(at.step, "fired"))
     if not conditions:
-        lines.append(f"images = {call}")
+        lines.extend(body)
         return lines
     if at.child is not None:  # whether the child ran: the group's conditions and its own coin
         lines.append(f"ran_{at.tag} = {' & '.join(conditions)}")
         chain.records.append(Record(at.step, "fired", at.child))
         conditions = [f"ran_{at.tag}"]
     chain.conditionals = True
+    if chain.kept and chain.kept[-1] == (at.step, at.child):
+        lines.append(unfired_kept(at.tag))  # defined on both branches of the condition
     lines.append(f"if {conditions[0]}:")
-    lines.append(f"    images = {call}")
+    lines.extend(f"    {line}" for line in body)
     return lines
 
 
@@ -322,15 +345,15 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
     return lines
 
 
-def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CATALOG) -> tuple[
-        str, Chain]:
+def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CATALOG,
+                   labels: LabelSet | None = None) -> tuple[str, Chain]:
     """Source of the preview module: ``P``, helpers and ``augment`` returning records.
 
     Called on every render (the source is the pipeline's structure key), so the formatted
     module is memoised on what it is made of: the chain's unformatted lines (which hold no fed
     value), the tail and the custom functions themselves (a redefined function is a new
     object). Formatting costs ~3 ms a render."""
-    chain = chain_source(preset, "preview", catalog)
+    chain = chain_source(preset, "preview", catalog, labels)
     finish = tuple(tail_lines(preset.output)) if tail and preset.output is not None else None
     functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)
@@ -366,8 +389,9 @@ _MODULES_MAX = 128
 def _preview_source(chain: Chain, finish: tuple[str, ...] | None,
                     custom: str, extra: list[str]) -> tuple[str, list[int]]:
     """The module source, and the module line of each statement of ``augment``."""
-    aug_lines, starts = function_lines("augment", "images, seed",
-                                       "The chain, with run-time values fed by name.", chain.body)
+    aug_lines, starts = function_lines(
+        "augment", "images, seed" if chain.labels is None else "images, seed, labels",
+        "The chain, with run-time values fed by name.", chain.body)
     parts = ["\n".join(aug_lines)]
     if finish is not None:
         parts.append(function("finish", "images, seed", "The training tail.", list(finish)))

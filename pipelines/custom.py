@@ -28,6 +28,7 @@ from typing import Any
 from .catalog import AUTO_AUG_MODULES, CATALOG, Catalog, unregister
 from .custom_code import RESERVED_MODULES, check_together
 from .custom_spec import custom_spec, source_of
+from .labels import LabelRule
 from .params import Param
 
 __all__ = ["MODULE_NAMES", "custom_op", "source_of"]
@@ -39,14 +40,18 @@ module."""
 
 def custom_op(name: str, doc: str, *, params: Iterable[Param] = (),
               devices: Iterable[str] = ("cpu", "gpu"), magnitude: str | None = None,
-              signed: bool = False, catalog: Catalog = CATALOG,
-              replace: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``function(image, *params)`` as an operator named ``name``."""
+              signed: bool = False, catalog: Catalog = CATALOG, replace: bool = False,
+              labels: LabelRule | None = None,
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``function(image, *params)`` as an operator named ``name``. ``labels``: what
+    it does to boxes, masks and keypoints; ``labels.KEEP`` for a function that changes pixel
+    values only (by default it is refused in chains with labels)."""
     params = tuple(params)
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         spec = custom_spec(name, doc, function, params=params, devices=devices,
-                           magnitude=magnitude, signed=signed, reserved=MODULE_NAMES)
+                           magnitude=magnitude, signed=signed, reserved=MODULE_NAMES,
+                           labels=labels)
         assert spec.custom_code is not None
         for other in catalog.values():  # one generated module may hold any two of them
             if other.custom_code is not None and not (replace and other.name == name):

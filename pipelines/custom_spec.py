@@ -20,6 +20,7 @@ from typing import Any
 
 from .custom_code import RESERVED_MODULES, capture
 from .custom_probe import load_copy, probe
+from .labels import LabelRule, Refuse
 from .opspec import OpSpec
 from .params import Param
 
@@ -27,10 +28,16 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 """An operator name: dotted identifiers (it is written into generated code as a string)."""
 
 
+UNDECLARED = Refuse("a Python operator does not say how it moves labels (register it with "
+                    "labels=KEEP if it changes pixel values only)")
+"""The label rule of a custom operator registered without one."""
+
+
 def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
                 params: Iterable[Param] = (), devices: Iterable[str] = ("cpu", "gpu"),
                 magnitude: str | None = None, signed: bool = False,
-                reserved: Mapping[str, str] = RESERVED_MODULES) -> OpSpec:
+                reserved: Mapping[str, str] = RESERVED_MODULES,
+                labels: LabelRule | None = None) -> OpSpec:
     """The entry that runs ``function(image, *params)`` through DALI's ``python_function``
     (``reserved``: names the generated modules bind to modules, see ``custom_code.capture``)."""
     params = tuple(params)
@@ -54,6 +61,7 @@ def custom_spec(name: str, doc: str, function: Callable[..., Any], *,
             f"fn.python_function({{x}}, function={wrapped}, output_layouts=\"HWC\")")
     return OpSpec(name, "custom", doc, call, params, devices=frozenset(devices),
                   magnitude=magnitude, signed=signed, function=function, custom_code=code,
+                  labels=labels if labels is not None else UNDECLARED,
                   gpu_reason="" if "cpu" in devices else "the function is written for CuPy")
 
 

@@ -32,6 +32,9 @@ from .codegen import Chain, feed_name, preview_module
 from .custom_budget import check_custom_time
 from .device import Device, resolve
 from .display import encode_tiles
+from .label_code import LabelSet, refusals
+from .label_render import SampleLabels, label_feeds, label_set, read_labels
+from .labels import DEFAULT_MIN_KEPT
 from .pipeline_cache import PipelineCache
 from .preset import Preset, Step, load
 from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, feed_values
@@ -76,6 +79,9 @@ class PreviewEngine:
         self.renders = 0
         self.names: list[str] = []
         self._arrays: list[np.ndarray] = []
+        self._labels: list[SampleLabels] | None = None
+        self.min_kept = DEFAULT_MIN_KEPT
+        """Boxes keeping less of their area than this after a moving step are dropped."""
         self._pipes: OrderedDict[tuple[Any, ...], _Built] = OrderedDict()
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
         self._modules = ChainModules(self._dir)
@@ -105,6 +111,18 @@ class PreviewEngine:
         self._arrays = [np.ascontiguousarray(a) for a in arrays]
         self.names = list(names) if names is not None else [f"image {i}" for i in
                                                             range(len(arrays))]
+        self._labels = None
+
+    def set_labels(self, labels: Sequence[SampleLabels] | None) -> None:
+        """The labels of the current images, one entry per image in order (None: none).
+        Renders then move them with the pixels and return them (``Render.labels``)."""
+        if labels is not None and len(labels) != len(self._arrays):
+            raise ValueError(f"{len(labels)} label sets for {len(self._arrays)} images")
+        self._labels = list(labels) if labels is not None else None
+
+    @property
+    def labels(self) -> list[SampleLabels] | None:
+        return list(self._labels) if self._labels is not None else None
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -125,6 +143,9 @@ class PreviewEngine:
         (the distribution view collects hundreds of draws this way)."""
         preset = load(preset, self.catalog)  # validates a Preset built in code too
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
+        labels = None
+        if self._labels is not None:
+            labels = self._labels if images is None else [self._labels[i] for i in images]
         if not arrays:
             raise StepError("no images to render; add images first")
         if not 1 <= draws <= MAX_BATCH:
@@ -135,25 +156,35 @@ class PreviewEngine:
             raise StepError(f"{n} images x {draws} draws = {batch} samples; at most "
                             f"{MAX_BATCH} per render")
         self._check_devices(preset)
+        chain_labels = None
+        if labels is not None:
+            for refused in refusals(preset, self.catalog)[:1]:
+                raise StepError(str(refused), refused.step, refused.op)
+            chain_labels = label_set(labels, self.min_kept)
         check_custom_time(preset, arrays, draws, overrides=_override,
                           catalog=self.catalog)  # Python operators' time, before DALI runs
         check_render(self, preset, arrays, draws, tail=tail, overrides=_override,
                      catalog=self.catalog)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
-        built, was_built = self._pipeline(preset, batch, tail)
+        built, was_built = self._pipeline(preset, batch, tail, chain_labels)
         if built.checkpoint is None and built.runs > 0 and not advance:  # fresh RNG state
             self._discard(built)
-            built, was_built = self._pipeline(preset, batch, tail)
+            built, was_built = self._pipeline(preset, batch, tail, chain_labels)
         built.runs += 1
         feeds = feed_values(preset, built.chain.feeds, batch)
         for name, vals in (_override or {}).items():
             feeds[name] = vals.astype(feeds[name].dtype)
         feeds["images"] = [arrays[j % n] for j in range(batch)]
+        if labels is not None and chain_labels is not None:
+            feeds.update(label_feeds(labels, batch, chain_labels.masks))
         try:
             if built.checkpoint is not None and not advance:
                 built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
             outputs = built.pipe.run(**feeds)
             result = read_outputs(outputs, built.chain, n, draws, self.device)
+            moved = None
+            if chain_labels is not None:
+                moved = read_labels(outputs, built.chain, 1 + len(built.chain.records))
             t_enc = time.perf_counter()
             encoded = encode_tiles(outputs[0], result[0], encode, quality) if encode else None
             encode_ms = (time.perf_counter() - t_enc) * 1000
@@ -164,7 +195,7 @@ class PreviewEngine:
         ms = (time.perf_counter() - t0) * 1000
         images_out, records = result
         return Render(images_out, records, n, draws, self.device, was_built, ms, encoded,
-                      encode_ms)
+                      encode_ms, moved)
 
     def render_sweep(self, step: Step, param: str, values: Sequence[Any], *, seed: int = 42,
                      images: Sequence[int] | None = None) -> Render:
@@ -214,9 +245,10 @@ class PreviewEngine:
                 raise StepError(f"{why}: it is kept in the pipeline and exported, but cannot be "
                                 "previewed here (disable it to preview the rest)", i, step.op)
 
-    def _pipeline(self, preset: Preset, batch: int, tail: bool) -> tuple[_Built, bool]:
+    def _pipeline(self, preset: Preset, batch: int, tail: bool,
+                  labels: LabelSet | None = None) -> tuple[_Built, bool]:
         code, chain = preview_module(preset, tail=tail and preset.output is not None,
-                                     catalog=self.catalog)
+                                     catalog=self.catalog, labels=labels)
         key = (code, preset.seed, batch, tail)
         if key in self._pipes:
             self._pipes.move_to_end(key)
@@ -241,6 +273,7 @@ class PreviewEngine:
         operators cannot be serialized, so chains with one are always traced."""
         tail = tail and preset.output is not None
         custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
+        custom = custom or chain.labels is not None  # label chains drop boxes in Python
         key = None
         if self.cache.enabled and not custom:
             key = self.cache.key(code, preset.seed, batch, self.device, tail, chain.conditionals)
@@ -248,7 +281,7 @@ class PreviewEngine:
             if loaded is not None:
                 return loaded
         pipe = build_pipeline(module, preset.seed, batch, self.device, self.num_threads, tail,
-                              chain.checkpoints, chain.conditionals)
+                              chain.checkpoints, chain.conditionals, chain.labels)
         pipe.build()
         checkpoint = pipe.checkpoint() if chain.checkpoints else None
         if key is not None:

@@ -16,6 +16,7 @@ from .custom_code import CustomCode
 from .draws import FIRST_SLOT as DRAW_SLOT
 from .draws import MAX_PER_OPERATOR as MAX_DRAWS
 from .draws import Draw
+from .labels import LabelRule
 from .params import Param
 
 CATEGORIES = (
@@ -88,6 +89,10 @@ class OpSpec:
     """Choices the operator makes per sample that the chain draws and records (which
     augmentation a policy applies): each is a ``{<name>}`` placeholder of ``call``
     (:mod:`pipelines.draws`)."""
+
+    labels: LabelRule | None = None
+    """What the operator does to boxes, masks and keypoints (:mod:`pipelines.labels`); every
+    entry declares it (a contract test checks)."""
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -163,5 +168,6 @@ class OpSpec:
             "policy": self.policy,
             "conditionals": self.conditionals,
             "dali_call": self.call,
+            "labels": self.labels.describe() if self.labels is not None else None,
             "params": [p.to_json() for p in self.params],
         }

@@ -19,6 +19,7 @@ import numpy as np
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
 from .generated_module import import_source
+from .label_code import LabelSet
 from .preset import Group, Preset, Step, Uniform
 
 EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
@@ -50,8 +51,11 @@ class ChainModules:
 
 
 def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
-                   tail: bool, checkpointing: bool, conditionals: bool) -> Any:
-    """The (unbuilt) preview pipeline around ``module.augment``."""
+                   tail: bool, checkpointing: bool, conditionals: bool,
+                   labels: LabelSet | None = None) -> Any:
+    """The (unbuilt) preview pipeline around ``module.augment``; with ``labels`` it also
+    feeds each image's boxes, classes, keypoints (and masks) and returns them moved, then each
+    moving step's kept fractions."""
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(enable_conditionals=conditionals)
@@ -59,10 +63,16 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
         if device == "gpu":
             images = images.gpu()
-        images, records = module.augment(images, seed)
+        # no annotated assignments here: autograph rewrites this function
+        moved, kept = (), []
+        if labels is None:
+            images, records = module.augment(images, seed)
+        else:
+            images, moved, records, kept = module.augment(images, seed,
+                                                          _label_inputs(images, labels, device))
         if tail:
             images = module.finish(images, seed)
-        return (images, *records)
+        return (images, *records, *moved, *kept)
 
     return preview(
         batch_size=batch,
@@ -73,6 +83,25 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         enable_checkpointing=checkpointing,
         **EXECUTOR,
     )
+
+
+def _label_inputs(images: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:
+    """The fed labels; masks (given at the image file's size) scaled to the previewed image's
+    size with nearest neighbour, on the images' device."""
+    from nvidia.dali import fn, types
+
+    boxes = fn.external_source(name="boxes", dtype=types.FLOAT)
+    classes = fn.external_source(name="classes", dtype=types.INT32)
+    keypoints = fn.external_source(name="keypoints", dtype=types.FLOAT)
+    if not labels.masks:
+        return boxes, classes, keypoints
+    masks = fn.external_source(name="masks", dtype=types.UINT8, layout="HWC")
+    if device == "gpu":
+        masks = masks.gpu()
+    shape = images.shape(dtype=types.FLOAT)
+    masks = fn.resize(masks, size=fn.stack(shape[0], shape[1]), interp_type=types.INTERP_NN,
+                      antialias=False)
+    return boxes, classes, keypoints, masks
 
 
 def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]:

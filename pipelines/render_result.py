@@ -62,6 +62,9 @@ class Render:
     ms: float
     encoded: list[bytes] | None = None
     encode_ms: float = 0.0
+    labels: list[Any] | None = None
+    """Per sample (same order as ``images``), what the chain did to its labels: a
+    :class:`~.label_render.LabelOutput` each; None when the images have no labels."""
 
     def tile(self, image: int, draw: int) -> np.ndarray:
         return self.images[draw * self.n_images + image]
@@ -81,7 +84,7 @@ def read_outputs(outputs: Any, chain: Chain, n: int, draws: int,
         images = images.as_cpu()
     arrays = host_copies(images)
     recs = [SampleRecord(j % n, j // n) for j in range(n * draws)]
-    for r, out in zip(chain.records, outputs[1:], strict=True):
+    for r, out in zip(chain.records, outputs[1:1 + len(chain.records)], strict=True):
         vals = np.array(out.as_array()).reshape(n * draws, -1)[:, 0].tolist()
         for j, v in enumerate(vals):
             rec = recs[j]

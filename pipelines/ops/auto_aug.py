@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..draws import Draw
+from ..labels import KEEP, Refuse
 from ..opspec import OpSpec
 from ..params import Param, magnitude_bin
 
@@ -49,6 +50,12 @@ _ALIASES = {
 }
 """torchvision / albumentations names of the single augmentations (the picker searches them)."""
 
+_GEOMETRIC = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate")
+_UNAWARE = Refuse("DALI's auto_aug warps the image without exposing the matrix, so labels "
+                  "cannot follow; use rotate, warp_affine or crop instead")
+_POLICY_UNAWARE = Refuse("the policy may apply shear, translate or rotate, whose matrices DALI's "
+                         "auto_aug does not expose; build the chain from label-aware steps")
+
 _MAG_RANGE = {"posterize": (8, 4)}
 """Magnitude ranges that replace DALI's default (as ``augmentation(mag_range=...)``)."""
 
@@ -82,7 +89,8 @@ _OP_DOC = "the augmentation applied (index into DALI's suite)"
 def _single(name: str) -> OpSpec:
     if name in _PLAIN:
         return OpSpec(f"auto_aug.{name}", "auto-augment", _DOCS[name],
-                      f"augmentations.{name}({{x}})", aliases=_ALIASES.get(name, ()))
+                      f"augmentations.{name}({{x}})", aliases=_ALIASES.get(name, ()),
+                      labels=KEEP)
     signed = name in _SIGNED
     sign = "{random_sign}, {seed}" if signed else "False, 0"
     params = (magnitude_bin(), _NEGATE) if signed else (magnitude_bin(),)
@@ -98,6 +106,7 @@ def _single(name: str) -> OpSpec:
         params,
         magnitude="magnitude_bin",
         aliases=_ALIASES.get(name, ()),
+        labels=_UNAWARE if name in _GEOMETRIC else KEEP,
     )
 
 
@@ -129,6 +138,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         ),
         magnitude="m",
         policy=True,
+        labels=_POLICY_UNAWARE,
         conditionals=True,
         aliases=("RandAugment",),
         draws=(Draw("op", "_rand_augment_ops({n}, {seed})", _OP_DOC + ", one per level",
@@ -145,6 +155,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         (Param("num_magnitude_bins", "int", 31, "Number of magnitude bins", bounds=(2, 101),
                slider=(2, 64), step=1),),
         policy=True,
+        labels=_POLICY_UNAWARE,
         conditionals=True,
         aliases=("TrivialAugmentWide", "TrivialAugment"),
         draws=(Draw("magnitude_bin",
@@ -162,6 +173,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         "_auto_augment({x}, {sub_policy}, {stage_ran}, {negated}, {policy_name})",
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
+        labels=_POLICY_UNAWARE,
         conditionals=True,
         aliases=("AutoAugment",),
         draws=(Draw("sub_policy", "_auto_augment_pick({policy_name}, {seed})",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..labels import KEEP
 from ..opspec import OpSpec
 from ..params import Param, factor, hue_shift
 
@@ -20,6 +21,7 @@ OPS = [
         schema="Brightness",
         signed=True,
         aliases=("adjust_brightness", "RandomBrightness"),
+        labels=KEEP,
     ),
     OpSpec(
         "contrast",
@@ -31,6 +33,7 @@ OPS = [
         schema="Contrast",
         signed=True,
         aliases=("adjust_contrast", "RandomContrast"),
+        labels=KEEP,
     ),
     OpSpec(
         "brightness_contrast",
@@ -44,6 +47,7 @@ OPS = [
         schema="BrightnessContrast",
         signed=True,
         aliases=("RandomBrightnessContrast",),
+        labels=KEEP,
     ),
     OpSpec(
         "hue",
@@ -55,6 +59,7 @@ OPS = [
         schema="Hue",
         signed=True,
         aliases=("adjust_hue", "RandomHue"),
+        labels=KEEP,
     ),
     OpSpec(
         "saturation",
@@ -66,6 +71,7 @@ OPS = [
         schema="Saturation",
         signed=True,
         aliases=("Grayscale", "RandomGrayscale", "ToGray", "desaturate", "adjust_saturation"),
+        labels=KEEP,
     ),
     OpSpec(
         "hsv",
@@ -78,6 +84,7 @@ OPS = [
         schema="Hsv",
         signed=True,
         aliases=("HueSaturationValue",),
+        labels=KEEP,
     ),
     OpSpec(
         "color_twist",
@@ -91,6 +98,7 @@ OPS = [
         schema="ColorTwist",
         signed=True,
         aliases=("ColorJitter",),
+        labels=KEEP,
     ),
     OpSpec(
         "color_space_conversion",
@@ -101,6 +109,7 @@ OPS = [
                codes={"BGR": "types.BGR", "YCbCr": "types.YCbCr"}, dali_arg="output_type"),),
         schema="ColorSpaceConversion",
         aliases=("channel swap", "BGR", "YCbCr"),
+        labels=KEEP,
     ),
     OpSpec(
         "equalize",
@@ -109,6 +118,7 @@ OPS = [
         "fn.equalize({x})",
         schema="Equalize",
         aliases=("RandomEqualize", "Equalize", "histogram equalization"),
+        labels=KEEP,
     ),
     OpSpec(
         "clahe",
@@ -130,5 +140,6 @@ OPS = [
         schema="Clahe",
         checkpoints=False,  # DALI: "Checkpointing is not implemented for this operator"
         aliases=("CLAHE",),
+        labels=KEEP,
     ),
 ]

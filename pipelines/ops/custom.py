@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..custom_spec import custom_spec
+from ..labels import KEEP
 from ..params import Param, unit_interval
 
 
@@ -48,6 +49,7 @@ OPS = [
         "custom.vignette",
         "Darken the corners with a radial falloff (a Python operator).",
         vignette,
+        labels=KEEP,
         params=(
             Param("strength", "float", 0.6, "How dark the corners get", bounds=(0, 1),
                   slider=(0, 1), step=0.01, neutral=0.0, runtime=True,
@@ -59,6 +61,7 @@ OPS = [
         "custom.cutout_colour",
         "Cutout filled with a colour picked per sample from a seed (a Python operator).",
         cutout_colour,
+        labels=KEEP,
         params=(
             unit_interval("center_x", 0.5, "Box centre, horizontal", random_default=(0, 1),
                           dali_arg=None),

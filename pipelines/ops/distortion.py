@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from ..labels import Refuse
 from ..opspec import OpSpec
 from ..params import Param, fill, interp
+
+_NON_RIGID = ("a non-rigid distortion: DALI does not expose where each pixel goes, so boxes "
+              "and keypoints cannot follow it exactly")
 
 OPS = [
     OpSpec(
@@ -32,6 +36,7 @@ OPS = [
         ),
         magnitude="ampl_x",
         schema="Water",
+        labels=Refuse(_NON_RIGID),
         aliases=("ripple", "wave"),
     ),
     OpSpec(
@@ -41,6 +46,7 @@ OPS = [
         "fn.sphere({x}, fill_value={fill_value}, interp_type={interp_type})",
         (fill(), interp("nn")),
         schema="Sphere",
+        labels=Refuse(_NON_RIGID),
         aliases=("fisheye", "fish-eye", "OpticalDistortion", "barrel distortion"),
     ),
     OpSpec(
@@ -58,6 +64,7 @@ OPS = [
         gpu_reason="DALI 2.4 implements it only on the GPU",
         magnitude="nDegree",
         schema="Jitter",
+        labels=Refuse(_NON_RIGID + " (each pixel moves at random)"),
         aliases=("pixel jitter", "displacement"),
     ),
 ]

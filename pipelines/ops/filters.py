@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..labels import KEEP
 from ..opspec import OpSpec
 from ..params import Param
 
@@ -36,6 +37,7 @@ OPS = [
         magnitude="sigma",
         schema="GaussianBlur",
         aliases=("GaussianBlur", "blur", "smooth"),
+        labels=KEEP,
     ),
     OpSpec(
         "laplacian",
@@ -54,6 +56,7 @@ OPS = [
         magnitude="scale",
         schema="Laplacian",
         aliases=("edge detection", "edges"),
+        labels=KEEP,
     ),
     OpSpec(
         "filter",
@@ -70,6 +73,7 @@ OPS = [
         ),
         schema="Filter",
         aliases=("Sharpen", "Emboss", "MotionBlur", "Blur", "box blur", "outline"),
+        labels=KEEP,
     ),
     OpSpec(
         "experimental.median_blur",
@@ -83,6 +87,7 @@ OPS = [
         magnitude="window_size",
         schema="experimental__MedianBlur",
         aliases=("MedianBlur",),
+        labels=KEEP,
     ),
     OpSpec(
         "experimental.dilate",
@@ -95,6 +100,7 @@ OPS = [
         magnitude="mask_size",
         schema="experimental__Dilate",
         aliases=("Dilation", "morphology", "max filter"),
+        labels=KEEP,
     ),
     OpSpec(
         "experimental.erode",
@@ -107,5 +113,6 @@ OPS = [
         magnitude="mask_size",
         schema="experimental__Erode",
         aliases=("Erosion", "morphology", "min filter"),
+        labels=KEEP,
     ),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..canvas import Fixed, Grow, Rotated, Shorter
+from ..labels import Flip, Warp
 from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
 
@@ -27,6 +28,7 @@ OPS = [
         magnitude="angle",
         schema="Rotate",
         canvas=Rotated("angle", "keep_size"),
+        labels=Warp("_rotate_matrix({x}, {out}, {angle})"),
         signed=True,
         aliases=("RandomRotation", "Rotate", "SafeRotate"),
     ),
@@ -49,6 +51,7 @@ OPS = [
         ),
         magnitude="shear_x",
         schema="WarpAffine",
+        labels=Warp("_affine({x}, {scale}, {shear_x}, {shear_y})"),
         signed=True,
         aliases=("RandomAffine", "Affine", "ShiftScaleRotate", "scale", "shear"),
     ),
@@ -69,6 +72,7 @@ OPS = [
         ),
         magnitude="tilt_x",
         schema="experimental__WarpPerspective",
+        labels=Warp("_perspective({x}, {tilt_x}, {tilt_y})", homography=True),
         signed=True,
         aliases=("RandomPerspective", "Perspective", "tilt"),
     ),
@@ -84,6 +88,7 @@ OPS = [
                   dali_arg="vertical", dali_int=True),
         ),
         schema="Flip",
+        labels=Flip(),
         aliases=("RandomHorizontalFlip", "RandomVerticalFlip", "HorizontalFlip",
                  "VerticalFlip", "mirror"),
     ),
@@ -103,6 +108,7 @@ OPS = [
         magnitude="resize_shorter",
         schema="Resize",
         canvas=Shorter("resize_shorter"),
+        labels=Warp("_scale_matrix({x}, {out})"),
         aliases=("Resize", "SmallestMaxSize", "rescale"),
     ),
     OpSpec(
@@ -127,6 +133,7 @@ OPS = [
         magnitude="crop_pos_x",
         schema="Crop",
         canvas=Fixed("crop_h", "crop_w"),
+        labels=Warp("_shift_matrix({x}, {out}, {crop_pos_x}, {crop_pos_y})"),
         aliases=("CenterCrop", "RandomCrop", "Crop", "PadIfNeeded"),
     ),
     OpSpec(
@@ -152,6 +159,9 @@ OPS = [
         magnitude="area_min",
         schema="RandomResizedCrop",
         canvas=Fixed("size", "size"),
+        # DALI draws the window inside the operator: with labels it is drawn in the open
+        labels=Warp(call="_resized_crop({x}, {size}, [{area_min}, {area_max}], "
+                         "[{aspect_min}, {aspect_max}], {antialias}, {seed})"),
         constraints=(
             Constraint(("area_min", "area_max"), lambda v: v["area_min"] <= v["area_max"],
                        "area_min must not exceed area_max"),
@@ -180,6 +190,7 @@ OPS = [
         magnitude="ratio",
         schema="Paste",
         canvas=Grow("ratio"),
+        labels=Warp("_shift_matrix({x}, {out}, {paste_x}, {paste_y})"),
         aliases=("RandomZoomOut", "zoom out"),
     ),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..labels import KEEP
 from ..opspec import OpSpec
 from ..params import Param, fill, unit_interval
 
@@ -26,6 +27,7 @@ OPS = [
         magnitude="box_w",
         schema="Erase",
         aliases=("RandomErasing", "CoarseDropout", "Cutout", "Erasing"),
+        labels=KEEP,
     ),
     OpSpec(
         "grid_mask",
@@ -52,5 +54,6 @@ OPS = [
         magnitude="ratio",
         schema="GridMask",
         aliases=("GridDropout", "GridMask"),
+        labels=KEEP,
     ),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..labels import KEEP
 from ..opspec import OpSpec
 from ..params import Param, unit_interval
 
@@ -17,6 +18,7 @@ OPS = [
         magnitude="stddev",
         schema="noise__Gaussian",
         aliases=("GaussNoise", "GaussianNoise", "ISONoise"),
+        labels=KEEP,
     ),
     OpSpec(
         "noise.salt_and_pepper",
@@ -34,6 +36,7 @@ OPS = [
         magnitude="prob",
         schema="noise__SaltAndPepper",
         aliases=("SaltAndPepper", "impulse noise"),
+        labels=KEEP,
     ),
     OpSpec(
         "noise.shot",
@@ -48,6 +51,7 @@ OPS = [
         magnitude="factor",
         schema="noise__Shot",
         aliases=("ShotNoise", "Poisson noise"),
+        labels=KEEP,
     ),
     OpSpec(
         "jpeg_compression_distortion",
@@ -59,5 +63,6 @@ OPS = [
         magnitude="quality",
         schema="JpegCompressionDistortion",
         aliases=("JPEG", "ImageCompression", "JpegCompression"),
+        labels=KEEP,
     ),
 ]

@@ -1,0 +1,113 @@
+"""The lines that carry labels through a generated chain, from each operator's label rule.
+
+:mod:`pipelines.codegen` asks :func:`step_label_lines` for the statements of one step when the
+chain has labels; the rules themselves are declared in the catalog (:mod:`pipelines.labels`),
+and the graph functions they call live in :mod:`pipelines.label_helpers`. Nothing here names
+an operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .labels import DEFAULT_MIN_KEPT, Flip, Keep, Refuse, Warp
+from .opspec import PLACEHOLDER, OpSpec
+from .preset import Preset
+
+LABEL_VARS = ("boxes", "classes", "keypoints", "masks")
+"""The chain's label variables (``masks`` only where the dataset has masks)."""
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """Which labels a chain carries, and its drop threshold."""
+
+    masks: bool = False
+    min_kept: float = DEFAULT_MIN_KEPT
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return LABEL_VARS if self.masks else LABEL_VARS[:3]
+
+
+class LabelRefused(ValueError):
+    """A step whose operator cannot move labels, in a chain with labels."""
+
+    def __init__(self, step: int, op: str, reason: str) -> None:
+        self.step, self.op, self.reason = step, op, reason
+        super().__init__(f"step {step} ({op}) cannot be used with labels: {reason}. Remove or "
+                         "disable it, or preview without annotations")
+
+
+def refusals(preset: Preset, catalog: Mapping[str, OpSpec]) -> list[LabelRefused]:
+    """Every enabled step (or group child) whose operator cannot move labels exactly."""
+    found = []
+    for i, step in preset.active_ops():
+        rule = catalog[step.op].labels
+        if isinstance(rule, Refuse):
+            found.append(LabelRefused(i, step.op, rule.reason))
+        elif rule is None:
+            found.append(LabelRefused(i, step.op, "its catalog entry does not declare what it "
+                                      "does to labels"))
+    return found
+
+
+def hoisted(spec: OpSpec, args: dict[str, str], tag: str) -> list[str]:
+    """Bind fed values the label lines use a second time to variables (a fed name may appear
+    once in a graph); updates ``args`` in place and returns the binding lines."""
+    rule = spec.labels
+    used = set()
+    if isinstance(rule, Warp):
+        used = set(PLACEHOLDER.findall(rule.matrix or rule.call))
+    elif isinstance(rule, Flip):
+        used = set(PLACEHOLDER.findall(rule.horizontal + rule.vertical))
+    lines = []
+    for name in sorted(used & set(args)):
+        if "P(" in args[name]:
+            lines.append(f"{name}_{tag} = {args[name]}")
+            args[name] = f"{name}_{tag}"
+    return lines
+
+
+def _fill(template: str, args: Mapping[str, str]) -> str:
+    return PLACEHOLDER.sub(lambda m: args[m.group(1)], template)
+
+
+def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
+                     labels: LabelSet) -> tuple[list[str], bool]:
+    """The statements that replace ``images = <call>`` for a step in a chain with labels, and
+    whether they record kept fractions (``kept_<tag>``). ``args`` maps the call's placeholders
+    (``x``, ``seed`` and each parameter) to their sources."""
+    rule = spec.labels
+    if isinstance(rule, Keep):
+        return [f"images = {call}"], False
+    if isinstance(rule, Flip):
+        h, v = _fill(rule.horizontal, args), _fill(rule.vertical, args)
+        lines = [f"images = {call}"]
+        if labels.masks:
+            lines.append(f"masks = {spec.call_source({**args, 'x': 'masks'})}")
+        lines.append(f"boxes, keypoints = _flip_labels(boxes, keypoints, {h}, {v})")
+        return lines, False
+    if not isinstance(rule, Warp):
+        raise TypeError(f"{spec.name}: no label lines for {type(rule).__name__}")
+    before = f"before_{tag}"
+    lines = [f"{before} = images"]
+    if rule.call:
+        lines.append(f"images, m_{tag} = {_fill(rule.call, args)}")
+    else:
+        lines.append(f"images = {call}")
+        lines.append(f"m_{tag} = {_fill(rule.matrix, {**args, 'x': before, 'out': 'images'})}")
+    hom = ", homography=True" if rule.homography else ""
+    if labels.masks:
+        lines.append(f"masks = _warp_mask(masks, m_{tag}, images{hom})")
+    lines.append(f"boxes, keypoints = _move_labels(boxes, keypoints, m_{tag}, {before}, "
+                 f"images{hom})")
+    lines.append(f"boxes, classes, keypoints, kept_{tag} = _clip_labels(boxes, classes, "
+                 f"keypoints, {labels.min_kept!r})")
+    return lines, True
+
+
+def unfired_kept(tag: str) -> str:
+    """``kept_<tag>`` for samples where the step did not run: every box kept whole."""
+    return f"kept_{tag} = boxes[:, 0] * 0.0 + 1.0"

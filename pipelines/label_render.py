@@ -1,0 +1,114 @@
+"""Labels in a preview render: what is fed in with each image, and what comes back per sample.
+
+The engine (:mod:`pipelines.engine`) feeds each image's :class:`SampleLabels` beside its pixels
+and reads the moved labels and each moving step's kept fractions from the pipeline's own
+outputs (never recomputed): the same graph the exported module runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .codegen import Chain
+from .label_code import LabelSet
+
+MAX_BOXES = 1000
+"""Boxes per image a preview accepts (COCO's busiest image has about 90)."""
+MAX_KEYPOINTS = 64
+"""Keypoints per box."""
+
+
+@dataclass
+class SampleLabels:
+    """One image's labels: boxes float32 (N, 4) left, top, right, bottom relative to the image,
+    classes int32 (N,), keypoints float32 (N, K, 3) (x, y relative, visibility), mask uint8
+    (H, W, 1) category map or None."""
+
+    boxes: np.ndarray
+    classes: np.ndarray
+    keypoints: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3), np.float32))
+    mask: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.boxes = np.ascontiguousarray(self.boxes, dtype=np.float32).reshape(-1, 4)
+        self.classes = np.ascontiguousarray(self.classes, dtype=np.int32).reshape(-1)
+        n = len(self.boxes)
+        kp = np.ascontiguousarray(self.keypoints, dtype=np.float32)
+        self.keypoints = kp.reshape(n, -1, 3) if kp.size else np.zeros((n, 0, 3), np.float32)
+        if len(self.classes) != n:
+            raise ValueError(f"{n} boxes but {len(self.classes)} classes")
+        if n > MAX_BOXES or self.keypoints.shape[1] > MAX_KEYPOINTS:
+            raise ValueError(f"{n} boxes x {self.keypoints.shape[1]} keypoints; at most "
+                             f"{MAX_BOXES} boxes and {MAX_KEYPOINTS} keypoints per box")
+        if self.mask is not None:
+            m = np.asarray(self.mask)
+            if m.ndim == 2:
+                m = m[:, :, None]
+            if m.ndim != 3 or m.shape[2] != 1:
+                raise ValueError(f"a mask must be H x W (x 1), got {m.shape}")
+            if m.size and (m.min() < 0 or m.max() > 255):
+                raise ValueError("mask category ids must lie in 0..255")
+            self.mask = np.ascontiguousarray(m, dtype=np.uint8)
+
+
+@dataclass
+class LabelOutput:
+    """What a render did to one sample's labels."""
+
+    labels: SampleLabels
+    kept: dict[tuple[int, int | None], np.ndarray]
+    """(step, child) -> kept fraction of each box that entered the step (1 whole, below 1
+    clipped, below the chain's threshold dropped); the boxes of each entry are those left by
+    the entries before it."""
+
+    def dropped(self, min_kept: float) -> dict[tuple[int, int | None], int]:
+        """Boxes each moving step dropped."""
+        return {k: int((v < min_kept).sum()) for k, v in self.kept.items()}
+
+    def clipped(self, min_kept: float) -> dict[tuple[int, int | None], int]:
+        """Boxes each moving step cut but kept."""
+        return {k: int(((v < 1.0 - 1e-6) & (v >= min_kept)).sum()) for k, v in self.kept.items()}
+
+
+def label_set(labels: Sequence[SampleLabels], min_kept: float) -> LabelSet:
+    """The chain's label variables for these images (masks when every image has one)."""
+    masks = bool(labels) and all(s.mask is not None for s in labels)
+    return LabelSet(masks=masks, min_kept=min_kept)
+
+
+def label_feeds(labels: Sequence[SampleLabels], batch: int, masks: bool) -> dict[str, Any]:
+    """The pipeline's label inputs for a batch (sample j is image j % len(labels))."""
+    n = len(labels)
+    feeds: dict[str, Any] = {
+        "boxes": [labels[j % n].boxes for j in range(batch)],
+        "classes": [labels[j % n].classes for j in range(batch)],
+        "keypoints": [labels[j % n].keypoints for j in range(batch)],
+    }
+    if masks:
+        feeds["masks"] = [labels[j % n].mask for j in range(batch)]
+    return feeds
+
+
+def read_labels(outputs: Any, chain: Chain, first: int) -> list[LabelOutput]:
+    """Per sample: the moved labels (outputs from ``first`` on) and each step's kept fractions."""
+    assert chain.labels is not None
+    names = chain.labels.names
+    cols = [_host(outputs[first + k]) for k in range(len(names))]
+    kept_cols = [_host(outputs[first + len(names) + k]) for k in range(len(chain.kept))]
+    result = []
+    for j in range(len(cols[0])):
+        mask = cols[3][j] if chain.labels.masks else None
+        labels = SampleLabels(cols[0][j], cols[1][j], cols[2][j], mask)
+        kept = {key: kept_cols[k][j] for k, key in enumerate(chain.kept)}
+        result.append(LabelOutput(labels, kept))
+    return result
+
+
+def _host(tl: Any) -> list[np.ndarray]:
+    if hasattr(tl, "as_cpu"):
+        tl = tl.as_cpu()
+    return [np.array(tl[j]) for j in range(len(tl))]

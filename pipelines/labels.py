@@ -1,0 +1,105 @@
+"""What an operator does to labels (boxes, masks, keypoints): declared once per catalog entry.
+
+Each catalog entry's ``labels`` field holds one of these rules; the chain generator
+(:mod:`pipelines.label_code`) turns it into the DALI lines that move the labels with the pixels,
+the same lines in the preview and in the exported module:
+
+* :class:`Keep`: the operator changes pixel values only (colour, noise, blur, erasing); labels
+  stay where they are.
+* :class:`Warp`: the operator moves pixels by a matrix it can state. ``matrix`` is a template
+  (placeholders as in the entry's ``call``, plus ``{out}``: the images after the operator) of a
+  2x3 forward map in pixel coordinates, input -> output (3x3 with ``homography``). Box corners
+  and keypoints move through ``fn.coord_transform``, a box becomes the tight box of its moved
+  corners, and masks are warped with that matrix
+  and nearest-neighbour interpolation. ``call`` replaces the entry's own call when labels are in
+  the chain, for an operator whose matrix DALI does not expose (a random window): it returns
+  the images and the matrix.
+* :class:`Flip`: mirrors; boxes through ``fn.bb_flip``, keypoints through ``fn.coord_flip``,
+  masks through the entry's own call.
+* :class:`Refuse`: the operator cannot move labels exactly (a non-rigid distortion, a policy of
+  operations that are not label-aware, a user's Python function). With labels in the chain it is
+  refused with ``reason``, never applied with stale boxes.
+
+After a warp, boxes are clipped to the image and a box that keeps less than the chain's
+threshold of its area is dropped with its keypoints (:data:`DEFAULT_MIN_KEPT`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MIN_KEPT = 0.25
+"""A box that keeps less than this fraction of its area inside the image after a step is
+dropped (the user's ``box_min_kept``; albumentations calls it ``min_visibility``)."""
+
+
+@dataclass(frozen=True)
+class LabelRule:
+    """Base of the label rules: what the operator does to labels."""
+
+    @property
+    def moves(self) -> bool:
+        """Whether labels change position (and so may be clipped or dropped)."""
+        return False
+
+    def describe(self) -> str:
+        """One line for the operator reference and the inspector."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Keep(LabelRule):
+    """Pixel values change, positions do not."""
+
+    def describe(self) -> str:
+        return "labels unchanged (pixel values only)"
+
+
+@dataclass(frozen=True)
+class Warp(LabelRule):
+    """Pixels move by a stated matrix (see the module's docstring)."""
+
+    matrix: str = ""
+    call: str = ""
+    homography: bool = False
+
+    def __post_init__(self) -> None:
+        if bool(self.matrix) == bool(self.call):
+            raise ValueError("Warp: give either matrix or call")
+
+    @property
+    def moves(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        kind = "homography" if self.homography else "affine matrix"
+        return f"boxes, keypoints and masks follow the {kind}; boxes clipped, small ones dropped"
+
+
+@dataclass(frozen=True)
+class Flip(LabelRule):
+    """A mirror: ``horizontal`` / ``vertical`` are the parameters (placeholders) that say which."""
+
+    horizontal: str = "{horizontal}"
+    vertical: str = "{vertical}"
+
+    @property
+    def moves(self) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return "boxes (fn.bb_flip), keypoints (fn.coord_flip) and masks mirrored"
+
+
+@dataclass(frozen=True)
+class Refuse(LabelRule):
+    """Cannot move labels exactly: refused with labels in the chain."""
+
+    reason: str
+
+    def describe(self) -> str:
+        return f"not label-aware: {self.reason}"
+
+
+KEEP = Keep()
+"""The rule of every operator that changes pixel values only."""
