@@ -30,7 +30,7 @@ from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 __all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
 SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision",
-            "albumentations", "widget", "gallery", "distribution", "browser")
+            "albumentations", "widget", "gallery", "distribution", "browser", "labels")
 
 
 def _to_host(out: Any, device: str) -> list[np.ndarray]:
@@ -251,11 +251,12 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
     from .decode_bench import bench_decode
     from .distribution_bench import bench_distribution
     from .gallery_bench import bench_gallery
+    from .labels_bench import bench_labels
     from .library_bench import bench_albumentations
 
     return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery,
             "albumentations": bench_albumentations, "distribution": bench_distribution,
-            "browser": bench_browser}
+            "browser": bench_browser, "labels": bench_labels}
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,

@@ -21,6 +21,8 @@ from dali_gallery.pipelines.image_files import class_of, image_listing, scan_fol
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "gallery" / "samples"
 """The bundled sample images (package data next to this package; read, not imported)."""
+SAMPLE_ANNOTATIONS = SAMPLES_DIR / "instances.json"
+"""COCO instances (boxes and polygon masks drawn by hand) for four of the sample images."""
 DEFAULT_PICK = 6
 """Images of a folder previewed by default (the builder passes its own ``max_images``)."""
 MAX_FOLDERS_LISTED = 300

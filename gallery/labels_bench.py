@@ -1,0 +1,80 @@
+"""``dali-gallery bench --only labels``: what carrying labels costs a preview render.
+
+The detection chain (``samples/bench_detection.json``: a random resized crop, a flip, a small
+rotation, colour) renders 8 images of 256 x 256 with and without labels on the same engine,
+alternating, each pipeline built first; labels are 8 boxes per image with their keypoints and
+a category mask (what a COCO instances image has). The figure to watch is the ratio of the
+medians: the label lines (corner transforms, mask warps, the Python step that drops boxes)
+against the images alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.label_render import SampleLabels
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preset import load_file
+
+from .bench_inputs import SAMPLES, bench_images
+
+DETECTION_CHAIN = SAMPLES / "bench_detection.json"
+BOXES = 8
+
+
+def synthetic_labels(images: list[np.ndarray], seed: int = 0) -> list[SampleLabels]:
+    """BOXES random boxes per image, a keypoint at each corner and a mask that fills them."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for img in images:
+        h, w = img.shape[:2]
+        lt = rng.uniform(0.0, 0.7, (BOXES, 2))
+        wh = rng.uniform(0.05, 0.3, (BOXES, 2))
+        boxes = np.concatenate([lt, lt + wh], axis=1).astype(np.float32)
+        corners = boxes[:, [0, 1, 2, 1, 0, 3, 2, 3]].reshape(BOXES, 4, 2)
+        keypoints = np.concatenate([corners, np.full((BOXES, 4, 1), 2.0)], axis=2)
+        mask = np.zeros((h, w, 1), np.uint8)
+        for k, (left, top, right, bottom) in enumerate(boxes):
+            mask[int(top * h):int(bottom * h), int(left * w):int(right * w)] = k + 1
+        out.append(SampleLabels(boxes, np.arange(1, BOXES + 1), keypoints, mask))
+    return out
+
+
+def _median_ms(engine: PreviewEngine, preset: Any, labels: list[SampleLabels] | None,
+               images: list[np.ndarray], runs: int) -> float:
+    engine.set_arrays(images)
+    engine.set_labels(labels)
+    engine.render(preset)  # build
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        engine.render(preset)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def bench_labels(device: str, quick: bool) -> dict[str, Any]:
+    images = bench_images(256, 8)
+    labels = synthetic_labels(images)
+    preset = load_file(DETECTION_CHAIN)
+    runs = 5 if quick else 20
+    out: dict[str, Any] = {}
+    for dev in ["cpu"] + (["gpu"] if device == "gpu" else []):
+        engine = PreviewEngine(dev, cache=PipelineCache(None))
+        try:
+            plain, labelled = [], []
+            for _ in range(3):  # alternate, so both see the same machine load
+                plain.append(_median_ms(engine, preset, None, images, runs))
+                labelled.append(_median_ms(engine, preset, labels, images, runs))
+        finally:
+            engine.close()
+        p, lab = statistics.median(plain), statistics.median(labelled)
+        out[dev] = {"images": "8 x 256x256", "boxes_per_image": BOXES,
+                    "without_labels_ms": round(p, 1), "with_labels_ms": round(lab, 1),
+                    "ratio": round(lab / p, 2), "target_ratio": 1.2}
+    return out
