@@ -98,12 +98,15 @@ class App:
     keep the pipeline in the Voilà page's link (the served notebook; not for JupyterLab, whose
     own address it would change). ``autosave``: the builder's autosave (off by default: on a
     server every visitor would share the file; see :class:`~widgets.builder.Builder`).
+    ``annotations``: labels for the builder's images (a COCO .json or "yolo", as the builder
+    takes them); in the page they are uploaded or picked from the images folder.
     """
 
     def __init__(self, images: Any = None, allowed_root: str | Path | None = None,
                  device: str = "auto", *, size: int = 256, gallery_images: int = 4,
                  builder_images: int = 6, budget: Budget | None = None,
-                 page_link: bool = False, autosave: str | Path | bool | None = None) -> None:
+                 page_link: bool = False, autosave: str | Path | bool | None = None,
+                 annotations: str | Path | None = None) -> None:
         quiet_dali_deprecations()
         if budget is not None:  # pixel budgets of this kernel (pipelines.budget)
             configure_budget(budget)
@@ -119,7 +122,8 @@ class App:
             allowed_root = _env_path(ALLOWED_ROOT_ENV)
         source = _start_source(images, allowed_root)
         self.builder = Builder(images=source, device=device, allowed_root=allowed_root,
-                               max_images=builder_images, size=size, autosave=autosave)
+                               max_images=builder_images, size=size, autosave=autosave,
+                               annotations=annotations)
         self.device = self.builder.device
         self.gallery = GalleryView(device=self.device, allowed_root=allowed_root, size=size,
                                    max_images=gallery_images)
@@ -146,8 +150,8 @@ class App:
                                     self.builder.export_panel])
         self.tabs.titles = TAB_TITLES
         self.tabs.add_class("dg-app-tabs")
-        self.images = W.Accordion(children=[images_panel], titles=("Images",),
-                                  selected_index=0)
+        self.images = W.Accordion(children=[images_panel, self.builder.labels.widget],
+                                  titles=("Images", "Labels"), selected_index=0)
         self.images.add_class("dg-app-images")
         self.message = W.HTML(
             "".join(f'<div class="dg-error">{html.escape(n)}</div>' for n in notes))

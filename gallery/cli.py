@@ -65,11 +65,16 @@ def _parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="export a preset as a standalone DALI training module")
     exp.add_argument("preset", help="preset JSON file")
     exp.add_argument("-o", "--output", required=True, help="the .py file to write")
+    exp.add_argument("--labels", choices=["boxes", "masks"], default=None,
+                     help="a module that reads a COCO dataset and moves its boxes and keypoints "
+                          "(and masks) with the pixels")
     exp.set_defaults(func=cmd_export)
 
     ren = sub.add_parser("render", help="render the preview grid of a preset")
     ren.add_argument("preset", help="preset JSON file")
     ren.add_argument("--images", required=True, help="folder of images (or one image file)")
+    ren.add_argument("--annotations", metavar="FILE.json",
+                     help="COCO instances file for --images: labels move with the pixels")
     ren.add_argument("--batch-size", type=int, default=None,
                      help="number of images (default: all, at most 16)")
     ren.add_argument("--draws", type=int, default=3, help="independent draws per image")
@@ -167,8 +172,10 @@ def _load_preset(path: str):
 
 def cmd_export(args: argparse.Namespace) -> int:
     from dali_gallery.pipelines.export import export_code
+    from dali_gallery.pipelines.label_code import LabelSet
 
-    code = export_code(_load_preset(args.preset))
+    labels = None if args.labels is None else LabelSet(masks=args.labels == "masks")
+    code = export_code(_load_preset(args.preset), labels=labels)
     out = Path(args.output)
     if not out.parent.is_dir():
         raise UsageError(f"cannot write {args.output!r}: folder {str(out.parent)!r} does not exist")
@@ -198,6 +205,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UsageError("--out (the grid image) is required")
     configure_budget(budget_from_args(args))
     engine = PreviewEngine(args.device)
+    if args.annotations is not None:
+        return _render_annotated(args, preset, engine)
     labels = None
     if args.shard != 0 or args.num_shards != 1:
         from dali_gallery.pipelines.replay import shard_preview
@@ -249,8 +258,14 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
         raise UsageError(f"--restore {args.restore!r} is not a file")
     result = replay(preset, args.images, iteration=args.iteration, batch_size=args.batch_size,
                     shard_id=args.shard, num_shards=args.num_shards, device=args.device,
-                    random_shuffle=not args.no_shuffle, restore=args.restore)
-    if args.npz:
+                    random_shuffle=not args.no_shuffle, restore=args.restore,
+                    annotations=args.annotations)
+    _print_problems(result.problems)
+    if args.npz and result.annotated is not None:
+        from dali_gallery.pipelines.export_labels import save_label_npz
+
+        save_label_npz(args.npz, result.images, result.annotated)
+    elif args.npz:
         save_npz(args.npz, result.images, result.labels.tolist())
     if args.out:
         batch_sheet(result.images, result.labels).save(args.out)
@@ -258,6 +273,46 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
     print(f"replayed batch {args.iteration} of shard {args.shard} of {args.num_shards}{start} "
           f"on {result.device} in {result.ms:.0f} ms -> {args.npz or args.out}")
     return 0
+
+
+def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
+    """``render --annotations``: the preview of a COCO dataset, images in the reader's order
+    with their labels; draw 0 is the exported module's first batch with labels."""
+    from dali_gallery.pipelines.annotated_preview import load_annotated
+    from dali_gallery.pipelines.export_labels import check_tail, label_columns, save_label_npz
+    from dali_gallery.pipelines.grid import grid_image
+    from dali_gallery.pipelines.shards import shard_preset
+
+    if not Path(args.annotations).is_file():
+        raise UsageError(f"--annotations {args.annotations!r} is not a file")
+    if args.tail:
+        check_tail(preset.output)
+    try:
+        batch = load_annotated(engine, args.annotations, args.images, batch_size=args.batch_size,
+                               shard_id=args.shard, num_shards=args.num_shards,
+                               max_side=args.size)
+        _print_problems(batch.problems)
+        render = engine.render(shard_preset(preset, args.shard), draws=args.draws,
+                               tail=args.tail)
+        grid_image(render, engine.images, preset).save(args.out)
+        if args.npz:
+            moved = [out.labels for out in render.labels or []][: render.n_images]
+            save_label_npz(args.npz, render.first_draw(), label_columns(moved))
+        if args.records:
+            Path(args.records).write_text(json.dumps(
+                {"names": engine.names, "records": [r.to_dict() for r in render.records]},
+                indent=1))
+    finally:
+        engine.close()
+    print(f"rendered {render.n_images} annotated images x {render.draws} draws on "
+          f"{render.device} in {render.ms:.0f} ms -> {args.out}")
+    return 0
+
+
+def _print_problems(problems: Sequence[object]) -> None:
+    """Annotations left out, one per line on stderr (the rest are used)."""
+    for p in problems:
+        print(f"left out: {p}", file=sys.stderr)
 
 
 def cmd_check_images(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from .catalog import CATALOG, Catalog, OpSpec
 from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
 from .draws import FIRST_SLOT as DRAW_SLOT
-from .label_code import LabelSet, hoisted, step_label_lines, unfired_kept
+from .label_code import LabelSet, hoisted, return_line, step_label_lines, unfired_kept
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -169,14 +169,8 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
             chain.conditionals |= spec.conditionals or step.probability < 1
             chain.checkpoints &= spec.checkpoints
         chain.step_lines[i] = (start, len(body))
-    out = "images" if labels is None else f"images, ({', '.join(labels.names)},)"
-    if mode == "preview":
-        recs = ", ".join(_record_var(r) for r in chain.records)
-        kept = "" if labels is None else ", [" + ", ".join(
-            f"kept_{_At(s, c).tag}" for s, c in chain.kept) + "]"
-        body.append(f"return {out}, [{recs}]{kept}")
-    else:
-        body.append(f"return {out}")
+    body.append(return_line(labels, [_record_var(r) for r in chain.records] if mode == "preview"
+                            else None, [_At(s, c).tag for s, c in chain.kept]))
     return chain
 
 
@@ -245,15 +239,12 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
             chain.records.append(Record(at.step, name, at.child,
                                         None if k is None else f"{var}[{k}]"))
         args[d.name] = var
-    if chain.labels is not None:
-        lines.extend(hoisted(spec, args, at.tag))
+    lines.extend(hoisted(spec, args, at.tag) if chain.labels is not None else [])
     full = {"x": "images", "seed": op_seed, **args}
     call = spec.call_source(full)
-    body = [f"images = {call}"]
-    if chain.labels is not None:
-        body, kept = step_label_lines(spec, call, full, at.tag, chain.labels)
-        if kept:
-            chain.kept.append((at.step, at.child))
+    body, kept = ([f"images = {call}"], False) if chain.labels is None else \
+        step_label_lines(spec, call, full, at.tag, chain.labels)
+    chain.kept.extend([(at.step, at.child)] if kept else [])
     conditions = list(when or [])
     if step.probability < 1:
         lines.append(_coin(at, step.probability, mode, chain))

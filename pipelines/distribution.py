@@ -14,7 +14,8 @@ would: one build for the whole run, and batch 0 is exactly what the preview engi
 for the preset on that thumbnail with that many draws. Every batch is planned against
 the pixel budgets (:mod:`.budget`) and the custom operators' time before any DALI work, the
 number of draws is bounded (:data:`MAX_DRAWS`), progress is reported after every batch and
-a cancel request is honoured between batches.
+a cancel request is honoured between batches. With the image's labels, each moving step's kept
+fractions (the pipeline's own outputs) count how many boxes it dropped over all the draws.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from .catalog import CATALOG, Catalog
 from .custom_budget import check_custom_time
 from .device import Device, resolve
 from .engine import MAX_BATCH, PreviewEngine
+from .label_render import SampleLabels
+from .labels import DEFAULT_MIN_KEPT
 from .preset import Preset, load
 from .render_budget import check_plan, plan_render
 from .render_result import SampleRecord
@@ -70,6 +73,11 @@ class Distribution:
     side: int = THUMB_SIDE
     ms: float = 0.0
     cancelled: bool = False
+    boxes: dict[tuple[int, int | None], int] = field(default_factory=dict)
+    """(step, child) -> boxes that entered that moving step, over all draws (with labels)."""
+    dropped: dict[tuple[int, int | None], int] = field(default_factory=dict)
+    """(step, child) -> boxes it dropped (kept less of their area than ``min_kept``)."""
+    min_kept: float = DEFAULT_MIN_KEPT
 
     @property
     def draws(self) -> int:
@@ -114,7 +122,8 @@ def batch_size(preset: Preset, size: tuple[int, int], draws: int, *, owner: Any 
 def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = None, *,
             device: str = "cpu", side: int = THUMB_SIDE, batch: int | None = None,
             on_progress: Progress | None = None, cancel: threading.Event | None = None,
-            engine: PreviewEngine | None = None, catalog: Catalog = CATALOG) -> Distribution:
+            engine: PreviewEngine | None = None, labels: SampleLabels | None = None,
+            min_kept: float = DEFAULT_MIN_KEPT, catalog: Catalog = CATALOG) -> Distribution:
     """The records of ``draws`` draws (default :data:`DEFAULT_DRAWS` for the device) of
     ``preset`` on a ``side`` px thumbnail of ``image``.
 
@@ -122,8 +131,9 @@ def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = 
     last call has ``done == total`` unless cancelled); setting ``cancel`` stops the run
     between batches and returns what was collected, marked ``cancelled``. ``engine``: an
     engine to render with (default: one of its own, so the live preview's pipelines stay
-    untouched, closed at the end). A render failure
-    raises :class:`~.step_error.StepError` naming the step."""
+    untouched, closed at the end). ``labels``: the image's labels (masks are not needed to count
+    boxes and are left out); each moving step's dropped boxes are then counted. A render failure
+    raises :class:`~.step_error.StepError` naming the step (a step that refuses labels too)."""
     preset = load(preset, catalog)
     dev = resolve(device) if engine is None else engine.device
     total = check_draws(DEFAULT_DRAWS[dev] if draws is None else draws)
@@ -132,7 +142,7 @@ def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = 
     small = thumbnail(image, side)
     own = engine is None
     eng = engine or PreviewEngine(dev, catalog=catalog)
-    result = Distribution(preset, total, device=dev, side=side)
+    result = Distribution(preset, total, device=dev, side=side, min_kept=min_kept)
     try:
         per = batch if batch is not None else batch_size(preset, small.shape[:2], total,
                                                           owner=eng, catalog=catalog)
@@ -140,6 +150,9 @@ def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = 
             raise ValueError(f"batch {per} is not allowed; expected 1 to {MAX_BATCH}")
         check_custom_time(preset, [small], total, catalog=catalog)  # the whole run's time
         eng.set_arrays([small], ["thumbnail"])
+        if labels is not None:
+            eng.set_labels([SampleLabels(labels.boxes, labels.classes, labels.keypoints)])
+            eng.min_kept = min_kept
         result.batch = per
         _run(preset, eng, result, total, per, on_progress, cancel)
     finally:
@@ -161,6 +174,10 @@ def _run(preset: Preset, eng: PreviewEngine, result: Distribution, total: int, p
         offset, keep = result.draws, min(per, total - result.draws)
         result.records += [SampleRecord(r.image, offset + r.draw, r.fired, r.values, r.children,
                                         r.child_values) for r in render.records[:keep]]
+        for out in (render.labels or [])[:keep]:
+            for key, kept in out.kept.items():
+                result.boxes[key] = result.boxes.get(key, 0) + len(kept)
+                result.dropped[key] = result.dropped.get(key, 0) + int((kept < eng.min_kept).sum())
         result.batches += 1
         result.ms = (time.perf_counter() - t0) * 1000
         if on_progress is not None:

@@ -19,8 +19,10 @@ from .catalog import CATALOG, Catalog
 from .code_format import format_statement, function, split_string
 from .codegen import chain_source
 from .device import HW_DECODER_LOAD
+from .export_labels import label_module
 from .export_template import PIPELINE_TEMPLATE as _PIPELINE
 from .image_files import IMAGE_EXTENSIONS
+from .label_code import LabelSet
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -33,63 +35,67 @@ from .preset import Preset, PresetError, Step, load, parse_document
 from .shards import EMBEDDED
 
 
-def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG) -> str:
-    """The standalone training module for a preset (validated first)."""
+def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
+                labels: LabelSet | None = None) -> str:
+    """The standalone training module for a preset (validated first). With ``labels`` it
+    reads a COCO dataset and moves its boxes, keypoints (and masks) with the pixels
+    (:mod:`pipelines.export_labels`); a step or tail that cannot is refused by name."""
     preset = load(preset, catalog)
-    chain = chain_source(preset, "export", catalog)
-    aug = function(
-        "augment",
-        "images, seed=SEED",
-        "The augmentation chain, one block per step as configured in dali-gallery.",
-        chain.body,
-    )
-    finish = ""
+    finish = "    images = finish(images, seed=aug_seed)\n" if preset.output is not None else ""
+    if labels is None:
+        chain = chain_source(preset, "export", catalog)
+        aug = function("augment", "images, seed=SEED", "The augmentation chain, one block per "
+                       "step as configured in dali-gallery.", chain.body)
+        pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals)
+        extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)
+        embedded, constants, usage = EMBEDDED, [f"IMAGE_EXTENSIONS = ({extensions})"], _USAGE
+    else:
+        part = label_module(preset, catalog, labels)
+        aug, pipeline, embedded = part.augment, part.pipeline, part.embedded
+        constants, usage = part.constants, [_wrap_safe(u) for u in part.usage]
     fns = [aug]
     if preset.output is not None:
         fns.append(function("finish", "images, seed=SEED", "The training tail: resize, crop, "
                             "normalise.", tail_lines(preset.output)))
-        finish = "    images = finish(images, seed=aug_seed)\n"
     custom = custom_sources(preset, catalog)
-    fns += [inspect.getsource(f).rstrip() for f in EMBEDDED]
-    pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals)
+    fns += [inspect.getsource(f).rstrip() for f in embedded]
     code = "\n\n\n".join(fns) + "\n\n\n" + pipeline
     helpers = helper_source(used_helpers(code))
     if custom:
         helpers = f"{helpers}\n\n\n{custom}" if helpers else custom
-    doc = _docstring(preset)
+    doc = _docstring(preset, usage)
     imports = imports_for(code + helpers, custom_imports(preset, catalog))
     preset_json = json.dumps(preset.to_dict(), separators=(",", ":"), ensure_ascii=True)
-    extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)
-    const = [f"SEED = {preset.seed}", f"HW_DECODER_LOAD = {HW_DECODER_LOAD!r}",
-             f"IMAGE_EXTENSIONS = ({extensions})", "PRESET_JSON = ("]
+    const = [f"SEED = {preset.seed}", f"HW_DECODER_LOAD = {HW_DECODER_LOAD!r}", *constants,
+             "PRESET_JSON = ("]
     const += split_string(preset_json, "    ")
     const.append(")")
     parts = [doc, "\n".join(imports), "\n".join(const)]
     if helpers:
         parts.append(helpers)
-    body = "\n\n".join(parts[:3]) + "\n\n\n" + "\n\n\n".join(parts[3:] + [code])
-    return body
+    return "\n\n".join(parts[:3]) + "\n\n\n" + "\n\n\n".join(parts[3:] + [code])
 
 
-def _docstring(preset: Preset) -> str:
+_USAGE = [
+    "Seed {seed}. Run as a script to write the first batch:",
+    "",
+    "    python THIS_FILE.py --images DIR --batch-size 8 --device cpu --no-shuffle",
+    "",
+    "(--shard S --num-shards N: shard S's batch; --iteration K: batch K; "
+    "--checkpoint-every and --restore: DALI checkpoints) or import create_pipeline() in "
+    "a training script (see the end of the file).",
+]
+"""The plain module's docstring after its steps line (``{seed}``: the preset's seed)."""
+
+
+def _docstring(preset: Preset, usage: list[str]) -> str:
     n = len(preset.active_steps())
     ops = ", ".join(s.op if isinstance(s, Step) else
                     f"{s.op}({', '.join(c.op for _, c in s.active_children())})"
                     for _, s in preset.active_steps()) or "no steps"
     title = "Augmentation pipeline exported by dali-gallery " + __version__ + "."
-    lines = [
-        '"""' + title,
-        "",
-        f"{n} step(s): {_wrap_safe(ops)}.",
-        f"Seed {preset.seed}. Run as a script to write the first batch:",
-        "",
-        "    python THIS_FILE.py --images DIR --batch-size 8 --device cpu --no-shuffle",
-        "",
-        "(--shard S --num-shards N: shard S's batch; --iteration K: batch K; "
-        "--checkpoint-every and --restore: DALI checkpoints) or import create_pipeline() in "
-        "a training script (see the end of the file).",
-        '"""',
-    ]
+    lines = ['"""' + title, "", f"{n} step(s): {_wrap_safe(ops)}."]
+    lines += [u.replace("{seed}", str(preset.seed)) for u in usage] + ['"""']
     out = []
     for line in lines:
         out.extend(_wrap(line))

@@ -6,7 +6,7 @@ the preset's flags and the generated ``augment``/``finish`` calls. Kept apart fr
 assembles the module so that each stays readable.
 """
 
-PIPELINE_TEMPLATE = '''\
+_READ = '''\
 @pipeline_def(enable_conditionals={conditionals})
 def training_pipeline(
     reader,
@@ -119,6 +119,9 @@ def reader_args(file_root):
     return {{"file_root": root, "file_list": listed}}, keep
 
 
+'''
+
+CHECKPOINT_TEMPLATE = '''\
 def checkpoint_file(checkpoint_dir, iteration):
     """Where batch_at() saves the state from which the next batch is `iteration`; the
     settings it was saved with go beside it, in the same name + ".json"."""
@@ -154,6 +157,11 @@ def read_checkpoint(path, settings):
     return iteration, state
 
 
+'''
+"""Saving and reading checkpoints with their settings: shared by the module with labels
+(:mod:`pipelines.export_labels_template`)."""
+
+_BATCH = '''\
 def batch_at(
     file_root,
     batch_size,
@@ -292,3 +300,5 @@ def main(argv=None):
 if __name__ == "__main__":
     main()
 '''
+
+PIPELINE_TEMPLATE = _READ + CHECKPOINT_TEMPLATE + _BATCH

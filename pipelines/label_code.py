@@ -101,11 +101,19 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     hom = ", homography=True" if rule.homography else ""
     if labels.masks:
         lines.append(f"masks = _warp_mask(masks, m_{tag}, images{hom})")
-    lines.append(f"boxes, keypoints = _move_labels(boxes, keypoints, m_{tag}, {before}, "
-                 f"images{hom})")
-    lines.append(f"boxes, classes, keypoints, kept_{tag} = _clip_labels(boxes, classes, "
-                 f"keypoints, {labels.min_kept!r})")
+    lines.append(f"boxes, classes, keypoints, kept_{tag} = _move_labels(boxes, classes, "
+                 f"keypoints, m_{tag}, {before}, images, {labels.min_kept!r})")
     return lines, True
+
+
+def return_line(labels: LabelSet | None, records: list[str] | None, kept: list[str]) -> str:
+    """The chain's ``return``: the images, the labels (a tuple), and in the preview
+    (``records`` given) the records and each moving block's kept fractions."""
+    out = "images" if labels is None else f"images, ({', '.join(labels.names)},)"
+    if records is None:
+        return f"return {out}"
+    tail = "" if labels is None else ", [" + ", ".join(f"kept_{t}" for t in kept) + "]"
+    return f"return {out}, [{', '.join(records)}]{tail}"
 
 
 def unfired_kept(tag: str) -> str:

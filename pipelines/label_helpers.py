@@ -5,7 +5,9 @@ Labels in the graph: ``boxes`` float32 (N, 4) left, top, right, bottom relative 
 (0..1, as ``fn.readers.coco(ltrb=True, ratio=True)`` gives them), ``classes`` int32 (N,),
 ``keypoints`` float32 (N, K, 3): x, y relative and the COCO visibility, and ``masks`` uint8
 (H, W, 1) category maps at the image's size. Matrices are forward maps in pixel coordinates
-(input -> output), which the catalog's label rules state (:mod:`pipelines.labels`).
+(input -> output), which the catalog's label rules state (:mod:`pipelines.labels`), computed
+by DALI's ``fn.transforms``; points move through them in one NumPy step per moving operator
+(:func:`_moved`), masks through DALI's warps with nearest neighbour.
 """
 
 from __future__ import annotations
@@ -22,40 +24,51 @@ def _wh(images):
     return fn.stack(shape[1], shape[0])
 
 
-def _move_points(points, m, before, after, homography):
-    """(P, 2) points relative to ``before`` moved by the pixel matrix ``m``, relative to
-    ``after``."""
-    px = points * _wh(before)
-    if homography:
-        px = fn.coord_transform(px, MT=m[0:2, :]) / fn.coord_transform(px, MT=m[2:3, :])
-    else:
-        px = fn.coord_transform(px, MT=m)
-    return px / _wh(after)
+def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
+    """NumPy, per sample: boxes and keypoints (relative to the input) through the pixel matrix
+    ``m`` (2x3, or 3x3 for a homography), relative to the output; a box becomes the tight box
+    of its four moved corners, is clipped to the image, and is dropped with its keypoints when
+    it keeps less than ``min_kept`` of its area. Also returns each box's kept fraction."""
+    m = np.asarray(m, np.float64).reshape(-1, 3)
+
+    def move(points):
+        px = points.reshape(-1, 2).astype(np.float64) * wh_in
+        out = px @ m[:2, :2].T + m[:2, 2]
+        if len(m) == 3:
+            out = out / (px @ m[2, :2] + m[2, 2])[:, None]
+        return (out / wh_out).astype(np.float32).reshape(points.shape)
+
+    corners = move(boxes[:, [0, 1, 2, 1, 0, 3, 2, 3]].reshape(-1, 4, 2))
+    boxes = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    keypoints = np.concatenate([move(keypoints[:, :, :2]), keypoints[:, :, 2:]], axis=2)
+    clipped = np.clip(boxes, 0.0, 1.0)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    inside = (clipped[:, 2] - clipped[:, 0]) * (clipped[:, 3] - clipped[:, 1])
+    kept = np.where(area > 0, inside / np.maximum(area, 1e-12), 0.0).astype(np.float32)
+    keep = kept >= min_kept
+    return clipped[keep], classes[keep], keypoints[keep], kept
 
 
-def _move_labels(boxes, keypoints, m, before, after, homography=False):
-    """Boxes become the tight box of their four moved corners; keypoints move as points."""
-    left, top, right, bottom = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
-    corners = fn.stack(fn.stack(left, top, axis=1), fn.stack(right, top, axis=1),
-                       fn.stack(left, bottom, axis=1), fn.stack(right, bottom, axis=1), axis=1)
-    moved = _move_points(fn.reshape(corners, shape=[-1, 2]), m, before, after, homography)
-    moved = fn.reshape(moved, shape=[-1, 4, 2])
-    boxes = fn.cat(fn.reductions.min(moved, axes=[1]), fn.reductions.max(moved, axes=[1]),
-                   axis=1)
-    xy = keypoints[:, :, 0:2]
-    points = _move_points(fn.reshape(xy, shape=[-1, 2]), m, before, after, homography)
-    points = fn.reshape(points, shape=xy.shape())
-    return boxes, fn.cat(points, keypoints[:, :, 2:3], axis=2)
+def _move_labels(boxes, classes, keypoints, m, before, after, min_kept):
+    """:func:`_moved` in the graph: the matrix and the image sizes come from DALI, the point
+    arithmetic runs in one Python step on the CPU (DALI has no operator that drops rows, and
+    its shape inference fails on batches without any box); returns boxes, classes, keypoints
+    and the kept fractions."""
+    return fn.python_function(
+        boxes, classes, keypoints, m, _wh(before), _wh(after), num_outputs=4, device="cpu",
+        function=lambda b, c, k, mat, w0, w1: _moved(b, c, k, mat, w0, w1, min_kept))
 
 
 def _flip_labels(boxes, keypoints, horizontal, vertical):
-    """Mirror boxes (``fn.bb_flip``) and keypoints (``fn.coord_flip``) in relative coordinates."""
+    """Mirror boxes (``fn.bb_flip``) and keypoints (x -> 1 - x, y -> 1 - y) in relative
+    coordinates."""
     boxes = fn.bb_flip(boxes, ltrb=True, horizontal=horizontal, vertical=vertical)
-    xy = keypoints[:, :, 0:2]
-    points = fn.coord_flip(fn.reshape(xy, shape=[-1, 2]), layout="xy", flip_x=horizontal,
-                           flip_y=vertical)
-    points = fn.reshape(points, shape=xy.shape())
-    return boxes, fn.cat(points, keypoints[:, :, 2:3], axis=2)
+    h = fn.cast(_node(horizontal), dtype=types.FLOAT)
+    v = fn.cast(_node(vertical), dtype=types.FLOAT)
+    one = types.Constant(1.0, dtype=types.FLOAT)
+    zero = types.Constant(0.0, dtype=types.FLOAT)
+    scale = fn.stack(1.0 - 2.0 * h, 1.0 - 2.0 * v, one)
+    return boxes, keypoints * scale + fn.stack(h, v, zero)
 
 
 def _warp_mask(masks, m, after, homography=False):
@@ -67,25 +80,6 @@ def _warp_mask(masks, m, after, homography=False):
                                                 interp_type=types.INTERP_NN, fill_value=[0])
     return fn.warp_affine(masks, matrix=m, size=size, inverse_map=False,
                           interp_type=types.INTERP_NN, fill_value=0)
-
-
-def _keep_boxes(boxes, classes, keypoints, min_kept):
-    """NumPy, per sample: clip boxes to the image; drop those keeping less than ``min_kept`` of
-    their area (with their keypoints). Also returns each input box's kept fraction."""
-    clipped = np.clip(boxes, 0.0, 1.0)
-    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    inside = (clipped[:, 2] - clipped[:, 0]) * (clipped[:, 3] - clipped[:, 1])
-    kept = np.where(area > 0, inside / np.maximum(area, 1e-12), 0.0).astype(np.float32)
-    keep = kept >= min_kept
-    return clipped[keep], classes[keep], keypoints[keep], kept
-
-
-def _clip_labels(boxes, classes, keypoints, min_kept):
-    """:func:`_keep_boxes` in the graph (a Python step on the CPU: DALI has no operator that
-    drops rows); returns boxes, classes, keypoints and the kept fractions."""
-    return fn.python_function(
-        boxes, classes, keypoints, num_outputs=4, device="cpu",
-        function=lambda b, c, k: _keep_boxes(b, c, k, min_kept))
 
 
 def _rotate_matrix(before, after, angle):
@@ -124,9 +118,8 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     return out, m
 
 
-HELPERS = ("_wh", "_move_points", "_move_labels", "_flip_labels", "_warp_mask", "_keep_boxes",
-           "_clip_labels", "_rotate_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop")
-DEPS = {"_move_points": ("_wh",), "_move_labels": ("_move_points", "_wh"),
-        "_clip_labels": ("_keep_boxes",), "_rotate_matrix": ("_wh",), "_scale_matrix": ("_wh",),
-        "_shift_matrix": ("_wh", "_node")}
+HELPERS = ("_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
+           "_scale_matrix", "_shift_matrix", "_resized_crop")
+DEPS = {"_move_labels": ("_moved", "_wh"), "_flip_labels": ("_node",), "_rotate_matrix": ("_wh",),
+        "_scale_matrix": ("_wh",), "_shift_matrix": ("_wh", "_node")}
 """The helpers (in the order modules define them) and what each calls."""

@@ -38,7 +38,10 @@ class SampleLabels:
         self.classes = np.ascontiguousarray(self.classes, dtype=np.int32).reshape(-1)
         n = len(self.boxes)
         kp = np.ascontiguousarray(self.keypoints, dtype=np.float32)
-        self.keypoints = kp.reshape(n, -1, 3) if kp.size else np.zeros((n, 0, 3), np.float32)
+        if kp.ndim == 3 and kp.shape[0] == n and kp.shape[2] == 3:
+            self.keypoints = kp  # (0, K, 3) too: every box dropped keeps the width K
+        else:
+            self.keypoints = kp.reshape(n, -1, 3) if kp.size else np.zeros((n, 0, 3), np.float32)
         if len(self.classes) != n:
             raise ValueError(f"{n} boxes but {len(self.classes)} classes")
         if n > MAX_BOXES or self.keypoints.shape[1] > MAX_KEYPOINTS:

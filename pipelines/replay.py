@@ -15,17 +15,20 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .annotated_preview import dataset_labels
+from .annotations import AnnotationProblem, load_coco
 from .catalog import CATALOG, Catalog
 from .device import Device, resolve
 from .engine import MAX_BATCH
 from .export import export_code
 from .generated_module import import_source
+from .labels import DEFAULT_MIN_KEPT
 from .preset import Preset, load
 from .shards import (
     ShardBatch,
@@ -54,6 +57,11 @@ class Replayed:
     iteration: int
     device: Device
     ms: float
+    annotated: dict[str, list[np.ndarray]] | None = None
+    """With annotations: each sample's "boxes", "labels", "keypoints" (and "masks"); then
+    ``labels`` holds the sample indices."""
+    problems: list[AnnotationProblem] = field(default_factory=list)
+    """Annotations left out of the cleaned file the replay read."""
 
 
 def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_id: int,
@@ -84,14 +92,19 @@ def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_i
 def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int,
            batch_size: int, shard_id: int = 0, num_shards: int = 1, device: str = "auto",
            random_shuffle: bool = True, restore: str | Path | None = None,
-           num_threads: int = 2, catalog: Catalog = CATALOG) -> Replayed:
+           num_threads: int = 2, catalog: Catalog = CATALOG,
+           annotations: str | Path | None = None,
+           min_kept: float = DEFAULT_MIN_KEPT) -> Replayed:
     """Batch ``iteration`` (0 = the first) that the exported training pipeline gives shard
     ``shard_id`` of ``num_shards`` with these settings (those of the training run), run by
     that pipeline: from the start, or from ``restore``, a checkpoint file its script saved.
 
     Budgets are checked before any pipeline is built: the batch size, the number of batches
     to run (:data:`MAX_REPLAY_BATCHES`), the shard against the folder's files, the operators
-    against the device and, when restoring, against what DALI can checkpoint."""
+    against the device and, when restoring, against what DALI can checkpoint.
+
+    ``annotations``: a COCO file for the folder; the module with labels reads its cleaned
+    copy (bad entries left out, returned as ``problems``) and returns the moved labels."""
     preset = load(preset, catalog)
     dev = resolve(device)
     check_shard(shard_id, num_shards)
@@ -103,20 +116,24 @@ def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int
     root = Path(file_root)
     if not root.is_dir():
         raise ValueError(f"{str(root)!r} is not a folder")
-    files = training_files(root)
+    coco = load_coco(annotations, root) if annotations is not None else None
+    files = training_files(root) if coco is None else [img.file for img in coco.images]
     if not files:
         raise ValueError(f"{str(root)!r} has no images where the training pipeline reads them "
-                         "(a flat folder of images, or class subfolders)")
+                         "(a flat folder of images, class subfolders, or the annotated files)")
     shard_range(len(files), shard_id, num_shards)
     _check_ops(preset, dev, restore is not None, catalog)
+    labels_set = None if coco is None else dataset_labels(coco, min_kept)
+    code = export_code(preset, catalog, labels_set)
     tmp = Path(tempfile.mkdtemp(prefix="dali-gallery-replay-"))
     name = f"dali_gallery_replay_{next(_names)}"
     try:
-        module = import_source(export_code(preset, catalog), tmp, name)
+        module = import_source(code, tmp, name)
+        data = [str(root)] if coco is None else [str(root), str(coco.write_clean(tmp))]
         t0 = time.perf_counter()
         try:
             images, labels = module.batch_at(
-                str(root), batch_size, iteration=iteration,
+                *data, batch_size, iteration=iteration,
                 device_id=0 if dev == "gpu" else None, seed=preset.seed, shard_id=shard_id,
                 num_shards=num_shards, random_shuffle=random_shuffle,
                 restore=str(restore) if restore is not None else None,
@@ -127,7 +144,9 @@ def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int
     finally:
         sys.modules.pop(name, None)
         shutil.rmtree(tmp, ignore_errors=True)
-    return Replayed(images, labels, iteration, dev, ms)
+    if coco is None:
+        return Replayed(images, labels, iteration, dev, ms)
+    return Replayed(images, np.arange(len(images)), iteration, dev, ms, labels, coco.problems)
 
 
 def _check_ops(preset: Preset, device: Device, restoring: bool, catalog: Catalog) -> None:

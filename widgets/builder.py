@@ -35,9 +35,10 @@ from . import style
 from .autosave import autosave_for
 from .builder_layout import build_layout
 from .export_panel import slug
-from .group_card import GroupCard, card_key, make_card
+from .group_card import GroupCard, card_key, collapsed_by_op, make_card
 from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
+from .labels_panel import check_annotations_arg
 from .live import LivePreview, check_size
 from .model import ChainModel, Change
 from .picker import Picker
@@ -57,15 +58,19 @@ class Builder:
     ``size``: longest image side for the preview (0 = original size, exact export parity).
     ``autosave``: saved after edits, offered back next time: True, a per-user file per notebook
     (off in Voilà, see ``autosave.autosave_for``), a path, or None/False (off).
-    ``sync=True`` renders in the calling thread (no worker thread).
+    ``annotations``: labels drawn over the tiles and moved with them: a COCO instances .json
+    (its images in the images folder) or "yolo" (the folder's YOLO labels); ``builder.labels``
+    loads others. ``sync=True`` renders in the calling thread (no worker thread).
     """
 
     def __init__(self, images: Any = None, preset: Any = None, device: str = "auto", *,
                  allowed_root: str | Path | None = None, draws: int = 3, max_images: int = 6,
                  size: int = 256, samples: str | Path | None = SAMPLES_DIR,
                  thumbnails: bool = True, sync: bool = False,
-                 autosave: str | Path | bool | None = True, catalog: Catalog = CATALOG) -> None:
+                 autosave: str | Path | bool | None = True, catalog: Catalog = CATALOG,
+                 annotations: str | Path | None = None) -> None:
         check_size(size)
+        check_annotations_arg(annotations)
         start = images if images is not None else samples
         # a path that does not exist fails here, before any thread or pipeline exists
         first = source_from(start, pick=max_images) if start is not None else None
@@ -98,6 +103,12 @@ class Builder:
         self._sync_cards()
         if first is not None:
             self._load_source(first)
+        if annotations is not None:
+            try:
+                self.labels.load(annotations)
+            except BaseException:
+                self.close()
+                raise
 
     # ---- widgets ------------------------------------------------------------------------------
 
@@ -121,10 +132,12 @@ class Builder:
 
     @property
     def code(self) -> str:
-        """The exported training module for the current pipeline."""
-        key = self.model.preset.to_json(indent=None)
+        """The exported training module for the current pipeline; with annotations loaded it
+        reads the COCO dataset and moves its labels (ValueError: a step that cannot)."""
+        labels = self.labels.export_set
+        key = self.model.preset.to_json(indent=None) + repr(labels)
         if self._code[0] != key:
-            self._code = (key, export_code(self.model.preset, self.catalog))
+            self._code = (key, export_code(self.model.preset, self.catalog, labels=labels))
         return self._code[1]
 
     def add_step(self, op: str, **params: Any) -> int:
@@ -273,7 +286,7 @@ class Builder:
             for card, step in zip(self.cards, steps, strict=True):
                 card.sync(step)  # type: ignore[arg-type]  # same keys: same kinds
             return
-        collapsed = _collapsed_by_op(self.cards)
+        collapsed = collapsed_by_op(self.cards)
         old, self.cards = self.cards, []
         seen: dict[Any, int] = {}
         for i, step in enumerate(steps):
@@ -339,6 +352,7 @@ class Builder:
             self.images_panel.show(None, problems, f"no usable image in {source.label}; the "
                                    "previous images are kept")
             self.live.request()  # re-shows the preview, or says that there are no images
+        self.labels.refresh()
         self._export_dirty = True
         return problems
 
@@ -355,8 +369,11 @@ class Builder:
             note = source.cli_note if source is not None else (
                 "The preview images are not one folder on the server: put the same files "
                 "in a folder and pass it to --images.")
-            self.export.update(self.code, preset.to_json(), preset.name, self.cli_command,
-                               note)
+            try:
+                code = self.code
+            except ValueError as e:  # labels loaded and a step or the tail cannot move them
+                code = "# " + str(e).replace("\n", "\n# ")
+            self.export.update(code, preset.to_json(), preset.name, self.cli_command, note)
 
     def _offer_restore(self) -> None:
         if self.autosave is None:
@@ -378,13 +395,3 @@ class Builder:
             self.notice.value = ""
         elif self.autosave.error:
             self.notice.value = escape(self.autosave.error)
-
-
-def _collapsed_by_op(cards: list[StepCard | GroupCard]) -> dict[tuple[Any, int], bool]:
-    """Collapse state by (operator or group, occurrence), carried across card rebuilds."""
-    out: dict[tuple[Any, int], bool] = {}
-    seen: dict[Any, int] = {}
-    for c in cards:
-        k = seen[c.key] = seen.get(c.key, -1) + 1
-        out[(c.key, k)] = c.collapsed
-    return out

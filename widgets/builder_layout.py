@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 import ipywidgets as w
 
 from dali_gallery.pipelines.device import describe
+from dali_gallery.pipelines.label_render import SampleLabels
 
 from . import style
 from .distribution_panel import DistributionPanel
 from .export_panel import ExportPanel
 from .images_panel import ImagesPanel
 from .import_panel import ImportPanel
+from .labels_panel import LabelsPanel
 from .output_panel import OutputPanel
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
     b.images_panel = ImagesPanel(b._load_source, allowed_root=b.allowed_root,
                                  samples=Path(samples) if samples else None,
                                  max_selected=b.live.max_images)
+    b.labels = LabelsPanel(b.live.renderer, on_change=b.live.request,
+                           source=lambda: b.live.source, allowed_root=b.allowed_root)
     b.export = ExportPanel(on_name=b._set_name, on_preset_file=b._preset_file,
                            current=lambda: b.model.preset)
     b.export_panel = b.export.widget
@@ -53,7 +57,8 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
                                     b.shards.widget, b.restore_button,
                                     b.notice, b.status],
                                    layout=w.Layout(align_items="center")), style.TOOLBAR)
-    left_tabs = w.Tab(children=[b.picker.widget, b.images_panel.widget])
+    images_tab = w.VBox([b.images_panel.widget, b.labels.widget])
+    left_tabs = w.Tab(children=[b.picker.widget, images_tab])
     left_tabs.titles = ("Add a step", "Images")
     left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), b.chain,
                    b.output_panel.widget],
@@ -62,7 +67,8 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
     b.importer = ImportPanel(on_preset=b.load_preset, images=lambda: b.engine.images,
                              current=lambda: b.model.preset, device=b.device)
     b.distribution = DistributionPanel(current=lambda: b.model.preset.copy(),
-                                       images=lambda: b.engine.images, device=b.device)
+                                       images=lambda: b.engine.images, device=b.device,
+                                       labels=lambda: _first_labels(b))
     bottom = w.Tab(children=[b.export_panel, b.importer.widget, b.distribution.widget])
     bottom.titles = ("Export", "Import", "Distribution")
     b.widget = style.classed(w.VBox([style.stylesheet(), toolbar,
@@ -74,3 +80,9 @@ def _show_tail(b: Builder, on: bool) -> None:
     """"show training output": the preview (and its CLI command) go through the tail."""
     b.live.tail = on
     b._on_view_change()
+
+
+def _first_labels(b: Builder) -> tuple[SampleLabels | None, float]:
+    """The distribution's labels: the first image's, and the builder's drop threshold."""
+    labels = b.engine.labels
+    return (labels[0] if labels else None), b.engine.min_kept

@@ -4,8 +4,9 @@
 thumbnail of the first image (only the records matter), off the UI thread with a progress bar
 and a cancel button (:func:`dali_gallery.pipelines.distribution.collect`). It then shows, from
 the pipeline's own per-sample records: each step's observed firing rate against its configured
-probability with the binomial range, a histogram of every sampled parameter, and for the
-auto-augment policies which operations were picked how often.
+probability with the binomial range, a histogram of every sampled parameter, for the
+auto-augment policies which operations were picked how often, and with annotations how many
+boxes each moving step dropped.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ from dali_gallery.pipelines.distribution import (
     collect,
 )
 from dali_gallery.pipelines.distribution_stats import Picks, Rate, Sampled, picks, rates, sampled
+from dali_gallery.pipelines.label_render import SampleLabels
+from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
 from dali_gallery.pipelines.preset import Preset, PresetError
 from dali_gallery.pipelines.step_error import StepError
 
 from . import style
 from .distribution_charts import MAX_HISTOGRAMS, histograms_png, picks_html, rates_html
+from .label_report import step_name
 from .ui_thread import on_ui_thread
 
 DISTRIBUTION = "dg-distribution"
@@ -45,22 +49,27 @@ DIST_STATUS = "dg-dist-status"
 DIST_RATES = "dg-dist-rates"
 DIST_HISTOGRAMS = "dg-dist-histograms"
 DIST_PICKS = "dg-dist-picks"
+DIST_DROPPED = "dg-dist-dropped"
 """CSS hooks of this panel (browser tests find the widgets by them)."""
 _log = logging.getLogger(__name__)
+LabelsOf = Callable[[], tuple[SampleLabels | None, float]]
+"""The first image's labels (None: none) and the drop threshold."""
 
 
 class DistributionPanel:
     """Run the chain over many draws and show what its records say.
 
     ``current`` gives the builder's preset, ``images`` its decoded images (HWC uint8; the
-    first one is used), ``device`` where to render. ``sync=True`` runs in the calling thread
-    (tests, scripts)."""
+    first one is used), ``labels`` its labels and the drop threshold (boxes dropped per step are
+    counted), ``device`` where to render. ``sync=True`` runs in the calling thread (tests,
+    scripts)."""
 
     def __init__(self, *, current: Callable[[], Preset], images: Callable[[], list[np.ndarray]],
                  device: str = "cpu", draws: int | None = None, sync: bool = False,
-                 catalog: Catalog = CATALOG) -> None:
+                 labels: LabelsOf | None = None, catalog: Catalog = CATALOG) -> None:
         self.current = current
         self.images = images
+        self.labels = labels
         self.device = device
         self.sync = sync
         self.catalog = catalog
@@ -91,6 +100,7 @@ class DistributionPanel:
         self.histograms = style.classed(w.Image(format="png", layout=w.Layout(
             max_width="100%")), DIST_HISTOGRAMS)
         self.pick_table = style.classed(w.HTML(), DIST_PICKS)
+        self.dropped = style.classed(w.HTML(), DIST_DROPPED)
         self.draws.observe(lambda c: setattr(self.run_button, "description",
                                              _run_label(c["new"])), "value")
         self.run_button.on_click(lambda _: self.run())
@@ -104,7 +114,7 @@ class DistributionPanel:
             intro,
             w.HBox([self.draws, self.run_button, self.cancel_button, self.progress,
                     self.status], layout=w.Layout(align_items="center")),
-            self.table, self.histograms, self.pick_table]), DISTRIBUTION)
+            self.table, self.dropped, self.histograms, self.pick_table]), DISTRIBUTION)
 
     # ---- public API ---------------------------------------------------------------------------
 
@@ -128,8 +138,9 @@ class DistributionPanel:
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.status.value = (f"collecting {n} draws on the {escape(self.device.upper())}"
                              "&hellip;")
+        labels, min_kept = self.labels() if self.labels is not None else (None, DEFAULT_MIN_KEPT)
         args = (self.current(), np.ascontiguousarray(images[0]), n, self._generation,
-                self._cancel)
+                self._cancel, labels, min_kept)
         if self.sync:
             self._collect(*args)
             return True
@@ -165,11 +176,12 @@ class DistributionPanel:
         return False
 
     def _collect(self, preset: Preset, image: np.ndarray, n: int, generation: int,
-                 cancel: threading.Event) -> None:
+                 cancel: threading.Event, labels: SampleLabels | None = None,
+                 min_kept: float = DEFAULT_MIN_KEPT) -> None:
         t0 = time.perf_counter()
         try:
             result = collect(preset, image, n, device=self.device, cancel=cancel,
-                             catalog=self.catalog,
+                             catalog=self.catalog, labels=labels, min_kept=min_kept,
                              on_progress=lambda done, _: self._progress(done, generation))
             found = (rates(preset, result.records), sampled(preset, result.records,
                                                             self.catalog),
@@ -222,6 +234,22 @@ class DistributionPanel:
         if not self.sampled:
             note = "<i>no parameter is drawn per sample (no range or choice in the chain)</i><br>"
         self.pick_table.value = note + picks_html(self.picks)
+        self.dropped.value = dropped_html(result)
+
+
+def dropped_html(result: Distribution) -> str:
+    """Boxes each moving step dropped over the run ("" without labels)."""
+    if not result.boxes:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(step_name(result.preset, key))}</td><td>{result.dropped.get(key, 0)}"
+        f"</td><td>{n}</td><td>{100 * result.dropped.get(key, 0) / max(1, n):.1f} %</td></tr>"
+        for key, n in result.boxes.items())
+    return ("<b>boxes dropped</b> (keeping less than "
+            f"{result.min_kept * 100:.0f} % of their area), first image's labels:"
+            '<table style="font-size:12px;border-collapse:collapse" cellpadding="3">'
+            "<tr><th>step</th><th>dropped</th><th>of boxes entering</th><th></th></tr>"
+            f"{rows}</table>")
 
 
 def _run_label(n: Any) -> str:

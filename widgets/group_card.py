@@ -229,3 +229,13 @@ def _share_text(group: Group, child: int, share: float | None) -> str:
         return f'<span style="opacity:.6">weight share {share:.0%}</span>'
     return f'<span style="opacity:.6">picked on {share:.0%} of the samples the group fires on' \
            "</span>"
+
+
+def collapsed_by_op(cards: list[StepCard | GroupCard]) -> dict[tuple[Any, int], bool]:
+    """Collapse state by (operator or group, occurrence), carried across card rebuilds."""
+    out: dict[tuple[Any, int], bool] = {}
+    seen: dict[Any, int] = {}
+    for c in cards:
+        k = seen[c.key] = seen.get(c.key, -1) + 1
+        out[(c.key, k)] = c.collapsed
+    return out

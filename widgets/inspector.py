@@ -2,7 +2,9 @@
 
 The values come from the engine's per-sample record (the pipeline's own outputs: coin flips
 and drawn values), and fixed values from the preset that rendered the tile, so the inspector
-never guesses. Histograms compare the tile with the image it started from.
+never guesses. Histograms compare the tile with the image it started from. With annotations,
+the large view draws the labels and a table says what each moving step clipped or dropped
+(:mod:`.label_report`, from the render's own kept fractions).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dali_gallery.pipelines.preset import GROUP_KEY, Group, Preset, is_random
 
 from . import style
 from .encode import histogram_png
+from .label_report import labels_html
+from .label_tiles import TileLabelView
 from .zoom import ZOOM_PX, ZoomView
 
 
@@ -123,6 +127,7 @@ class Inspector:
         self.title = w.HTML()
         self.zoom = ZoomView(fmt="png", header=False)
         self.table = w.HTML()
+        self.labels = style.classed(w.HTML(), style.INSPECTOR_LABELS)
         self.histogram = style.classed(w.Image(format="png", layout=w.Layout(
             width="540px")), style.HISTOGRAM)
         self.close_button = w.Button(description="\u2715", tooltip="close the inspector",
@@ -135,19 +140,28 @@ class Inspector:
         self.widget = style.classed(w.VBox([
             w.HBox([self.title, self.close_button], layout=w.Layout(
                 justify_content="space-between")),
-            self.zoom.widget, self.table, self.histogram,
+            self.zoom.widget, self.table, self.labels, self.histogram,
         ], layout=w.Layout(display="none", border="1px solid #bbb", padding="4px",
                            margin="4px 0")),
             style.INSPECTOR)
 
     def show(self, image: int, draw: int, name: str, seed: int, preset: Preset,
-             record: SampleRecord, original: np.ndarray, tile: np.ndarray) -> None:
+             record: SampleRecord, original: np.ndarray, tile: np.ndarray, *,
+             labels: TileLabelView | None = None) -> None:
+        """Show one tile; ``labels``: its labels (drawn when ``labels.overlay``)."""
         self.selected = (image, draw)
         self.reports = tile_report(preset, record)
         self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
                             f" &middot; {tile.shape[1]}x{tile.shape[0]}")
-        self.zoom.show(tile, original, side=self.zoom_side, key=(name, str(draw)))
+        shown = (tile, original)
+        if labels is not None and labels.overlay:
+            shown = labels.drawn(tile, original)
+        self.zoom.show(*shown, side=self.zoom_side, key=(name, str(draw)),
+                       sizes=(tile.shape, original.shape))
         self.table.value = report_html(self.reports)
+        self.labels.value = "" if labels is None else labels_html(
+            labels.before, original.shape, labels.after, tile.shape, labels.names, preset,
+            labels.min_kept)
         self.histogram.value = histogram_png(original, tile)
         if self.on_show is not None:
             self.on_show(image)
@@ -159,5 +173,5 @@ class Inspector:
         self.reports = []
         self.widget.layout.display = "none"
         self.zoom.hide()
-        self.title.value = self.table.value = ""
+        self.title.value = self.table.value = self.labels.value = ""
         self.histogram.value = b""

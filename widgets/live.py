@@ -80,7 +80,7 @@ class LivePreview:
         self._on_idle_hook = on_idle
         self._ui = lock
         self._error_version = 0
-        self._shown_images = -1
+        self._shown_originals: tuple[int, int, bool] | None = None
         self._thumbs_queued: set[str] = set()
         self.last_result: RenderResult | None = None
         self.last_error: Exception | None = None
@@ -108,7 +108,8 @@ class LivePreview:
         preset, count = self._current(), min(self.count, self.renderer.count)
         self._note_slow(preset, count)
         self.scheduler.submit(RenderRequest(preset, self.draws, count, self.renderer.version,
-                                            self.tail and preset.output is not None))
+                                            self.tail and preset.output is not None,
+                                            self.renderer.overlay))
 
     def _note_slow(self, preset: Preset, count: int) -> None:
         """A render whose Python operators take a while says so first: the tiles change only
@@ -171,7 +172,8 @@ class LivePreview:
         render, preset = result.render, result.request.preset
         record = render.record(image, draw)
         self.inspector.show(image, draw, result.names[image], preset.seed, preset, record,
-                            result.originals[image], render.tile(image, draw))
+                            result.originals[image], render.tile(image, draw),
+                            labels=result.label_view(image, draw))
         return tile_report(preset, record, self.catalog)
 
     def close(self) -> None:
@@ -249,11 +251,10 @@ class LivePreview:
                 if not outcome.latest:
                     return
                 self.grid.layout(*result.shape)
-                self._shown_images = -1
-            if self._shown_images != result.images_version:
-                self.grid.show_originals(self.renderer.loaded.originals[: result.shape[0]],
-                                         result.names)
-                self._shown_images = result.images_version
+                self._shown_originals = None
+            if self._shown_originals != result.originals_key:
+                self.grid.show_originals(result.original_bytes, result.names)
+                self._shown_originals = result.originals_key
             self.grid.show_tiles(result.tiles, result.captions)
             result.done_at = time.perf_counter()
             self.last_result = result

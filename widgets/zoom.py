@@ -72,19 +72,22 @@ class ZoomView:
         """What is shown (the caller's key), None when hidden."""
 
     def show(self, tile: np.ndarray, original: np.ndarray, *, title: str = "",
-             side: str = f"{ZOOM_PX}px", key: tuple[str, ...] = ()) -> None:
+             side: str = f"{ZOOM_PX}px", key: tuple[str, ...] = (),
+             sizes: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> None:
         """Show ``tile`` large, letterboxed in a square box of side ``side`` (a CSS length), and
-        ``original`` beside it. ``title`` is plain text (escaped here)."""
+        ``original`` beside it. ``title`` is plain text (escaped here). ``sizes``: the shapes
+        the pictures stand for, when they were enlarged to draw on them (labels)."""
         t, o = to_display(tile), to_display(original)
-        factor = original_factor(t.shape[:2], o.shape[:2])
+        ts, os_ = sizes if sizes is not None else (t.shape, o.shape)
+        factor = original_factor(ts[:2], os_[:2])
         self.large.value = encode(t, self.fmt, max_side=ENCODE_MAX_SIDE)
         self.original.value = encode(o, self.fmt, max_side=ENCODE_MAX_SIDE)
         self.large.layout.width = side  # square boxes: the stylesheet's aspect-ratio
         self.original.layout.width = css_times(side, factor)
-        same = max(o.shape[:2]) <= max(t.shape[:2])  # see original_factor
-        self.large_caption.value = _caption("this tile", t.shape)
+        same = max(os_[:2]) <= max(ts[:2])  # see original_factor
+        self.large_caption.value = _caption("this tile", ts)
         self.original_caption.value = _caption(
-            "original" + ("" if same else " (shown smaller)"), o.shape)
+            "original" + ("" if same else " (shown smaller)"), os_)
         self.title.value = f"<b>{escape(title)}</b>" if title else ""
         self.shown = key
         self.widget.layout.display = None

@@ -245,3 +245,28 @@ def test_random_label_aware_chains_keep_boxes_on_their_masks(engine, chain, seed
         cut_turned = chain[-1].op in TURN and last is not None and last.min() < 1.0
         if not cut_turned:
             assert np.allclose(box, masked, atol=tol), (chain, box, masked)
+
+
+def test_a_batch_without_any_box_goes_through_every_kind_of_step():
+    img, _ = scene()
+    e = PreviewEngine("cpu", num_threads=1)
+    try:
+        e.set_arrays([img, img])
+        none = SampleLabels(np.zeros((0, 4)), np.zeros(0), mask=np.zeros((H, W, 1), np.uint8))
+        e.set_labels([none, none])
+        chain = [step("flip"), step("rotate", angle=30.0), step("crop"),
+                 step("experimental.warp_perspective", tilt_x=0.3)]
+        chain[1].probability = 0.5
+        r = e.render(Preset(chain, seed=3), draws=2)
+        for out in r.labels:
+            assert out.labels.boxes.shape == (0, 4)
+            assert all(len(v) == 0 for v in out.kept.values())
+        # boxes without keypoints, all cut away by a crop, then moved again
+        _, labels = scene()
+        e.set_labels([SampleLabels(labels.boxes, labels.classes, mask=labels.mask)] * 2)
+        away = step("crop", crop_w=20.0, crop_h=20.0, crop_pos_x=0.0, crop_pos_y=0.0)
+        r = e.render(Preset([away, step("rotate", angle=10.0), step("flip")], seed=3))
+        assert [len(o.labels.boxes) for o in r.labels] == [0, 0]
+        assert r.labels[0].kept[(0, None)].tolist() == [0.0]
+    finally:
+        e.close()
