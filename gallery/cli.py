@@ -279,14 +279,12 @@ def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
     """``render --annotations``: the preview of a COCO dataset, images in the reader's order
     with their labels; draw 0 is the exported module's first batch with labels."""
     from dali_gallery.pipelines.annotated_preview import load_annotated
-    from dali_gallery.pipelines.export_labels import check_tail, label_columns, save_label_npz
+    from dali_gallery.pipelines.export_labels import label_columns, save_label_npz
     from dali_gallery.pipelines.grid import grid_image
     from dali_gallery.pipelines.shards import shard_preset
 
     if not Path(args.annotations).is_file():
         raise UsageError(f"--annotations {args.annotations!r} is not a file")
-    if args.tail:
-        check_tail(preset.output)
     try:
         batch = load_annotated(engine, args.annotations, args.images, batch_size=args.batch_size,
                                shard_id=args.shard, num_shards=args.num_shards,

@@ -341,11 +341,10 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
     """Source of the preview module: ``P``, helpers and ``augment`` returning records.
 
     Called on every render (the source is the pipeline's structure key), so the formatted
-    module is memoised on what it is made of: the chain's unformatted lines (which hold no fed
-    value), the tail and the custom functions themselves (a redefined function is a new
-    object). Formatting costs ~3 ms a render."""
+    module is memoised on what it is made of: the chain's unformatted lines (no fed value),
+    the tail and the custom functions themselves. Formatting costs ~3 ms a render."""
     chain = chain_source(preset, "preview", catalog, labels)
-    finish = tuple(tail_lines(preset.output)) if tail and preset.output is not None else None
+    finish = tuple(tail_lines(preset.output, labels)) if tail and preset.output else None
     functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)
     key = (tuple(chain.body), finish, functions)
@@ -385,7 +384,8 @@ def _preview_source(chain: Chain, finish: tuple[str, ...] | None,
         "The chain, with run-time values fed by name.", chain.body)
     parts = ["\n".join(aug_lines)]
     if finish is not None:
-        parts.append(function("finish", "images, seed", "The training tail.", list(finish)))
+        parts.append(function("finish", "images, seed" + (", labels" if chain.labels else ""),
+                              "The training tail.", list(finish)))
     feed = ('def P(name, dtype):\n    """A value fed by the preview at run time."""\n'
             "    return fn.external_source(name=name, dtype=dtype)")
     code = "\n\n\n".join(parts)

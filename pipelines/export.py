@@ -55,8 +55,9 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
         constants, usage = part.constants, [_wrap_safe(u) for u in part.usage]
     fns = [aug]
     if preset.output is not None:
-        fns.append(function("finish", "images, seed=SEED", "The training tail: resize, crop, "
-                            "normalise.", tail_lines(preset.output)))
+        fns.append(function("finish", "images, seed=SEED" if labels is None else
+                            "images, labels, seed=SEED", "The training tail: resize, crop, "
+                            "normalise.", tail_lines(preset.output, labels)))
     custom = custom_sources(preset, catalog)
     fns += [inspect.getsource(f).rstrip() for f in embedded]
     code = "\n\n\n".join(fns) + "\n\n\n" + pipeline

@@ -7,8 +7,9 @@ table the module builds from the annotations file (:mod:`pipelines.coco_keypoint
 verbatim). :func:`pipelines.export.export_code` assembles the module from these parts.
 
 What cannot follow the labels is refused before anything is written: an operator whose
-catalog rule is :class:`pipelines.labels.Refuse` (:class:`LabelRefused`, naming it) and a
-training tail that resizes, crops or mirrors (it runs on the images alone).
+catalog rule is :class:`pipelines.labels.Refuse` (:class:`LabelRefused`, naming it). The
+training tail's resize, centre crop and mirror move the labels too
+(:func:`pipelines.label_code.tail_label_lines`).
 """
 
 from __future__ import annotations
@@ -26,17 +27,15 @@ from .codegen import Chain, chain_source
 from .export_labels_template import LABELS_PIPELINE_TEMPLATE, MASK_LINES
 from .label_code import LabelSet, refusals, unfired_kept
 from .label_render import SampleLabels
-from .preset import Output, Preset
+from .preset import Preset
 from .shards import check_shard, shard_seed
 
-NORMALISE_FIELDS = ("mean", "std", "layout", "dtype")
-"""Fields of the training tail that change pixel values or layout only: allowed with labels."""
 KEYS = {"boxes": "boxes", "classes": "labels", "keypoints": "keypoints", "masks": "masks"}
 """The chain's label variables -> their names in ``batch_at``, the ``.npz`` and PyTorch."""
 KEY_DOC = {"boxes": "float32 N x 4", "labels": "int32 N", "keypoints": "float32 N x K x 3",
            "masks": "uint8 H x W x 1"}
 """What each label array of the ``.npz`` holds (the script's ``main`` docstring)."""
-FINISH = "    images = finish(images, seed=aug_seed)\n"
+FINISH = "    images, labels = finish(images, labels, seed=aug_seed)\n"
 
 
 @dataclass(frozen=True)
@@ -49,20 +48,6 @@ class LabelModule:
     constants: list[str]
     usage: list[str]
     """Docstring lines after the steps line: the box layout and how to run the script."""
-
-
-def check_tail(output: Output | None) -> None:
-    """ValueError naming each field of the training tail that would move pixels without
-    their labels (resize, crop and mirror run on the images alone)."""
-    if output is None:
-        return
-    moving = [k for k, v in output.to_dict().items() if k not in NORMALISE_FIELDS and v]
-    if moving:
-        raise ValueError(
-            f"the training tail's {', '.join(moving)} moves the pixels but not the boxes, "
-            "keypoints or masks: with labels, size the images with a step of the chain "
-            "(those steps move the labels too) and keep the tail to mean, std, layout and "
-            "dtype")
 
 
 def export_body(chain: Chain) -> list[str]:
@@ -82,7 +67,6 @@ def label_module(preset: Preset, catalog: Catalog, labels: LabelSet) -> LabelMod
     refused = refusals(preset, catalog)
     if refused:
         raise refused[0]
-    check_tail(preset.output)
     chain = chain_source(preset, "export", catalog, labels)
     aug = function("augment", "images, labels, seed=SEED",
                    "The augmentation chain, one block per step; labels move with the pixels.",

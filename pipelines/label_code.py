@@ -102,14 +102,39 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     if labels.masks:
         lines.append(f"masks = _warp_mask(masks, m_{tag}, images{hom})")
     lines.append(f"boxes, classes, keypoints, kept_{tag} = _move_labels(boxes, classes, "
-                 f"keypoints, m_{tag}, {before}, images, {labels.min_kept!r})")
+                 f"keypoints, m_{tag}, _wh({before}), _wh(images), {labels.min_kept!r})")
     return lines, True
+
+
+def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int] | None,
+                     mirror: str | None) -> list[str]:
+    """The training tail's geometry with labels: its resize (``resize``: the statement), the
+    centre crop ``crop_mirror_normalize`` makes (``crop``: height, width) and its mirror
+    (``mirror``: the coin's expression, bound to ``mirror`` for the images' call too). The
+    tail's drops are not reported (the preview's inspector follows the chain's steps)."""
+    move = ("boxes, classes, keypoints, _ = _move_labels(boxes, classes, keypoints, {m}, "
+            "{wh_in}, {wh_out}, " + repr(labels.min_kept) + ")")
+    lines = [f"{', '.join(labels.names)} = labels"]
+    if resize:
+        lines += ["before_tail = images", resize, "m_tail = _scale_matrix(before_tail, images)"]
+        lines += ["masks = _warp_mask(masks, m_tail, images)"] if labels.masks else []
+        lines.append(move.format(m="m_tail", wh_in="_wh(before_tail)", wh_out="_wh(images)"))
+    if crop:
+        lines.append(f"crop_wh = _const([{crop[1]}.0, {crop[0]}.0])")
+        lines.append("m_crop = fn.transforms.translation(offset=0.5 * (crop_wh - _wh(images)))")
+        lines += [f"masks = fn.crop(masks, crop=({crop[0]}, {crop[1]}))"] if labels.masks else []
+        lines.append(move.format(m="m_crop", wh_in="_wh(images)", wh_out="crop_wh"))
+    if mirror:
+        lines.append(f"mirror = fn.cast({mirror}, dtype=types.INT32)")
+        lines += ["masks = fn.flip(masks, horizontal=mirror)"] if labels.masks else []
+        lines.append("boxes, keypoints = _flip_labels(boxes, keypoints, mirror, 0)")
+    return lines
 
 
 def return_line(labels: LabelSet | None, records: list[str] | None, kept: list[str]) -> str:
     """The chain's ``return``: the images, the labels (a tuple), and in the preview
     (``records`` given) the records and each moving block's kept fractions."""
-    out = "images" if labels is None else f"images, ({', '.join(labels.names)},)"
+    out = "images" if labels is None else f"images, ({', '.join(labels.names)})"
     if records is None:
         return f"return {out}"
     tail = "" if labels is None else ", [" + ", ".join(f"kept_{t}" for t in kept) + "]"

@@ -49,20 +49,22 @@ def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
     return clipped[keep], classes[keep], keypoints[keep], kept
 
 
-def _move_labels(boxes, classes, keypoints, m, before, after, min_kept):
-    """:func:`_moved` in the graph: the matrix and the image sizes come from DALI, the point
+def _move_labels(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
+    """:func:`_moved` in the graph (``wh_in`` / ``wh_out``: the images' (width, height) before
+    and after, ``_wh``): the matrix and the sizes come from DALI, the point
     arithmetic runs in one Python step on the CPU (DALI has no operator that drops rows, and
     its shape inference fails on batches without any box); returns boxes, classes, keypoints
     and the kept fractions."""
     return fn.python_function(
-        boxes, classes, keypoints, m, _wh(before), _wh(after), num_outputs=4, device="cpu",
+        boxes, classes, keypoints, m, wh_in, wh_out, num_outputs=4, device="cpu",
         function=lambda b, c, k, mat, w0, w1: _moved(b, c, k, mat, w0, w1, min_kept))
 
 
 def _flip_labels(boxes, keypoints, horizontal, vertical):
     """Mirror boxes (``fn.bb_flip``) and keypoints (x -> 1 - x, y -> 1 - y) in relative
     coordinates."""
-    boxes = fn.bb_flip(boxes, ltrb=True, horizontal=horizontal, vertical=vertical)
+    boxes = fn.bb_flip(boxes, ltrb=True, horizontal=fn.cast(_node(horizontal), dtype=types.INT32),
+                       vertical=fn.cast(_node(vertical), dtype=types.INT32))
     h = fn.cast(_node(horizontal), dtype=types.FLOAT)
     v = fn.cast(_node(vertical), dtype=types.FLOAT)
     one = types.Constant(1.0, dtype=types.FLOAT)
@@ -120,6 +122,6 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
 
 HELPERS = ("_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
            "_scale_matrix", "_shift_matrix", "_resized_crop")
-DEPS = {"_move_labels": ("_moved", "_wh"), "_flip_labels": ("_node",), "_rotate_matrix": ("_wh",),
+DEPS = {"_move_labels": ("_moved",), "_flip_labels": ("_node",), "_rotate_matrix": ("_wh",),
         "_scale_matrix": ("_wh",), "_shift_matrix": ("_wh", "_node")}
 """The helpers (in the order modules define them) and what each calls."""

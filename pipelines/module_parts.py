@@ -16,6 +16,7 @@ from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
 from .custom_code import CustomCode, check_together, import_lines, module_text
 from .custom_probe import wrapper_source
+from .label_code import LabelSet, tail_label_lines
 from .ops import auto_aug_graph
 from .preset import Output, Preset
 
@@ -108,11 +109,19 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     return lines
 
 
-def tail_lines(output: Output) -> list[str]:
-    """Body of ``finish(images, seed)``: the training tail declared in the preset's output."""
-    lines = []
-    if output.resize_shorter:
-        lines.append(f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})")
+def tail_lines(output: Output, labels: LabelSet | None = None) -> list[str]:
+    """Body of ``finish(images, seed)``: the training tail declared in the preset's output.
+    With ``labels`` (``finish(images, seed, labels)``) the resize, the centre crop and the
+    mirror move the labels too (:func:`label_code.tail_label_lines`)."""
+    resize = (f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})"
+              if output.resize_shorter else None)
+    mirror = (f"fn.random.coin_flip(probability={output.mirror_probability!r}, "
+              f"seed=_op_seed(seed, {TAIL_SLOT}))")
+    lines = [resize] if resize else []
+    if labels is not None:
+        lines = tail_label_lines(labels, resize, output.crop, mirror
+                                 if output.mirror_probability > 0 else None)
+        mirror = "mirror"
     args = []
     if output.crop:
         args.append(f"crop=({output.crop[0]}, {output.crop[1]})")
@@ -121,12 +130,10 @@ def tail_lines(output: Output) -> list[str]:
     if output.std:
         args.append("std=[" + ", ".join(f"{s!r} * 255" for s in output.std) + "]")
     if output.mirror_probability > 0:
-        args.append(
-            f"mirror=fn.random.coin_flip(probability={output.mirror_probability!r}, "
-            f"seed=_op_seed(seed, {TAIL_SLOT}))"
-        )
+        args.append(f"mirror={mirror}")
     dtype = {"float32": "FLOAT", "float16": "FLOAT16", "uint8": "UINT8"}[output.dtype]
     args += [f"dtype=types.{dtype}", f'output_layout="{output.layout}"']
     lines.append(f"images = fn.crop_mirror_normalize(images, {', '.join(args)})")
-    lines.append("return images")
+    lines.append("return images" if labels is None else
+                 f"return images, ({', '.join(labels.names)})")
     return lines

@@ -70,8 +70,10 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         else:
             images, moved, records, kept = module.augment(images, seed,
                                                           _label_inputs(images, labels, device))
-        if tail:
+        if tail and labels is None:
             images = module.finish(images, seed)
+        elif tail:  # the tail moves the labels too (its drops are not reported)
+            images, moved = module.finish(images, seed, moved)
         return (images, *records, *moved, *kept)
 
     return preview(

@@ -270,3 +270,19 @@ def test_a_batch_without_any_box_goes_through_every_kind_of_step():
         assert r.labels[0].kept[(0, None)].tolist() == [0.0]
     finally:
         e.close()
+
+
+def test_the_training_tail_moves_labels_with_its_resize_centre_crop_and_mirror(engine):
+    from dali_gallery.pipelines.preset import Output
+
+    tail = Output(resize_shorter=160, crop=(100, 150), mirror_probability=0.5, mean=None,
+                  std=None, dtype="uint8", layout="HWC")
+    r = engine.render(Preset([step("rotate", angle=12.0)], seed=8, output=tail), draws=6,
+                      tail=True)
+    assert {img.shape for img in r.images} == {(100, 150, 3)}
+    flipped = set()
+    for s in range(6):
+        check_follows(r, s)
+        box = r.labels[s].labels.boxes[0]
+        flipped.add(bool(box[0] + box[2] > 1.0))  # its centre right of the middle
+    assert flipped == {True, False}  # the mirror coin went both ways, the boxes with it
