@@ -10,8 +10,7 @@ One generator serves both the preview and the export, so they cannot drift apart
 Every random node has an explicit seed derived from the chain seed and the step's position
 (``_op_seed``), so adding, removing or re-weighting one step never changes another step's draws.
 A group (``one_of``) draws which children run from its own slots and each child draws from
-slots of its own (:func:`child_slot`), so a group changes no other step's draws either.
-"""
+slots of its own (:func:`child_slot`), so a group changes no other step's draws either."""
 
 from __future__ import annotations
 
@@ -255,7 +254,8 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         lines.extend(body)
         return lines
     if at.child is not None:  # whether the child ran: the group's conditions and its own coin
-        lines.append(f"ran_{at.tag} = {' & '.join(conditions)}")
+        lines.append(f"ran_{at.tag} = " + " & ".join(
+            f"({c})" if "==" in c and len(conditions) > 1 else c for c in conditions))
         chain.records.append(Record(at.step, "fired", at.child))
         conditions = [f"ran_{at.tag}"]
     chain.conditionals = True
@@ -312,7 +312,7 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
         lines.append(f"pick_{i} = fn.random.choice({len(active)}{p}, "
                      f"seed=_op_seed(seed, {seed_slot(i, PICK_SLOT)}))")
         for m, (j, _) in enumerate(active):
-            when[j].append(f"(pick_{i} == {m})")
+            when[j].append(f"pick_{i} == {m}")
     else:
         for j, _ in active:  # weighted draws without replacement: the largest u ** (1 / w)
             lines.append(f"key_{i}_{j} = fn.random.uniform(range=[0.0, 1.0], "

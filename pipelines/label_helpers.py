@@ -25,10 +25,11 @@ def _wh(images):
 
 
 def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
-    """NumPy, per sample: boxes and keypoints (relative to the input) through the pixel matrix
-    ``m`` (2x3, or 3x3 for a homography), relative to the output; a box becomes the tight box
-    of its four moved corners, is clipped to the image, and is dropped with its keypoints when
-    it keeps less than ``min_kept`` of its area. Also returns each box's kept fraction."""
+    """NumPy, per sample: boxes and keypoints (relative to the input) through the pixel
+    matrix ``m`` (2x3, or 3x3 for a homography), relative to the output; a box becomes
+    the tight box of its four moved corners, is clipped to the image, and is dropped
+    with its keypoints when it keeps less than ``min_kept`` of its area. Also returns
+    each box's kept fraction."""
     m = np.asarray(m, np.float64).reshape(-1, 3)
 
     def move(points):
@@ -50,21 +51,33 @@ def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
 
 
 def _move_labels(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
-    """:func:`_moved` in the graph (``wh_in`` / ``wh_out``: the images' (width, height) before
-    and after, ``_wh``): the matrix and the sizes come from DALI, the point
-    arithmetic runs in one Python step on the CPU (DALI has no operator that drops rows, and
-    its shape inference fails on batches without any box); returns boxes, classes, keypoints
-    and the kept fractions."""
+    """:func:`_moved` in the graph (``wh_in`` / ``wh_out``: the images' (width, height)
+    before and after, ``_wh``): the matrix and the sizes come from DALI, the point
+    arithmetic runs in one Python step on the CPU (DALI has no operator that drops rows,
+    and its shape inference fails on batches without any box); returns boxes, classes,
+    keypoints and the kept fractions."""
     return fn.python_function(
-        boxes, classes, keypoints, m, wh_in, wh_out, num_outputs=4, device="cpu",
-        function=lambda b, c, k, mat, w0, w1: _moved(b, c, k, mat, w0, w1, min_kept))
+        boxes,
+        classes,
+        keypoints,
+        m,
+        wh_in,
+        wh_out,
+        num_outputs=4,
+        device="cpu",
+        function=lambda b, c, k, mat, w0, w1: _moved(b, c, k, mat, w0, w1, min_kept),
+    )
 
 
 def _flip_labels(boxes, keypoints, horizontal, vertical):
     """Mirror boxes (``fn.bb_flip``) and keypoints (x -> 1 - x, y -> 1 - y) in relative
     coordinates."""
-    boxes = fn.bb_flip(boxes, ltrb=True, horizontal=fn.cast(_node(horizontal), dtype=types.INT32),
-                       vertical=fn.cast(_node(vertical), dtype=types.INT32))
+    boxes = fn.bb_flip(
+        boxes,
+        ltrb=True,
+        horizontal=fn.cast(_node(horizontal), dtype=types.INT32),
+        vertical=fn.cast(_node(vertical), dtype=types.INT32),
+    )
     h = fn.cast(_node(horizontal), dtype=types.FLOAT)
     v = fn.cast(_node(vertical), dtype=types.FLOAT)
     one = types.Constant(1.0, dtype=types.FLOAT)
@@ -74,14 +87,27 @@ def _flip_labels(boxes, keypoints, horizontal, vertical):
 
 
 def _warp_mask(masks, m, after, homography=False):
-    """A category map through the same matrix, nearest neighbour, at the new image's size."""
+    """A category map through the same matrix, nearest neighbour, at the new image's
+    size."""
     shape = after.shape(dtype=types.FLOAT)
     size = fn.stack(shape[0], shape[1])
     if homography:
-        return fn.experimental.warp_perspective(masks, matrix=m, size=size, inverse_map=False,
-                                                interp_type=types.INTERP_NN, fill_value=[0])
-    return fn.warp_affine(masks, matrix=m, size=size, inverse_map=False,
-                          interp_type=types.INTERP_NN, fill_value=0)
+        return fn.experimental.warp_perspective(
+            masks,
+            matrix=m,
+            size=size,
+            inverse_map=False,
+            interp_type=types.INTERP_NN,
+            fill_value=[0],
+        )
+    return fn.warp_affine(
+        masks,
+        matrix=m,
+        size=size,
+        inverse_map=False,
+        interp_type=types.INTERP_NN,
+        fill_value=0,
+    )
 
 
 def _rotate_matrix(before, after, angle):
@@ -90,7 +116,8 @@ def _rotate_matrix(before, after, angle):
     return fn.transforms.combine(
         fn.transforms.translation(offset=-0.5 * _wh(before)),
         fn.transforms.rotation(angle=-angle),
-        fn.transforms.translation(offset=0.5 * _wh(after)))
+        fn.transforms.translation(offset=0.5 * _wh(after)),
+    )
 
 
 def _scale_matrix(before, after):
@@ -99,29 +126,47 @@ def _scale_matrix(before, after):
 
 
 def _shift_matrix(before, after, pos_x, pos_y):
-    """A window or canvas placed at relative position (pos_x, pos_y): ``fn.crop`` (the output
-    is a window of the input) and ``fn.paste`` (the input is placed in a larger canvas) both
-    put the input's origin at pos * (output size - input size)."""
+    """A window or canvas placed at relative position (pos_x, pos_y): ``fn.crop`` (the
+    output is a window of the input) and ``fn.paste`` (the input is placed in a larger
+    canvas) both put the input's origin at pos * (output size - input size)."""
     offset = fn.stack(_node(pos_x), _node(pos_y)) * (_wh(after) - _wh(before))
     return fn.transforms.translation(offset=offset)
 
 
 def _resized_crop(images, size, area, aspect, antialias, seed):
-    """``fn.random_resized_crop`` with its window drawn in the open (``fn.random_crop_generator``)
-    so labels can follow: the crop resized to ``size`` x ``size``, and its pixel matrix."""
-    anchor, shape = fn.random_crop_generator(images.shape(), random_area=area,
-                                             random_aspect_ratio=aspect, seed=seed)
+    """``fn.random_resized_crop`` with its window drawn in the open
+    (``fn.random_crop_generator``) so labels can follow: the crop resized to ``size`` x
+    ``size``, and its pixel matrix."""
+    anchor, shape = fn.random_crop_generator(
+        images.shape(), random_area=area, random_aspect_ratio=aspect, seed=seed
+    )
     window = fn.slice(images, start=anchor, shape=shape, axes=[0, 1])
     out = fn.resize(window, size=[size, size], antialias=antialias)
     origin = fn.cast(fn.stack(anchor[1], anchor[0]), dtype=types.FLOAT)
     extent = fn.cast(fn.stack(shape[1], shape[0]), dtype=types.FLOAT)
-    m = fn.transforms.combine(fn.transforms.translation(offset=-origin),
-                              fn.transforms.scale(scale=float(size) / extent))
+    m = fn.transforms.combine(
+        fn.transforms.translation(offset=-origin),
+        fn.transforms.scale(scale=float(size) / extent),
+    )
     return out, m
 
 
-HELPERS = ("_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
-           "_scale_matrix", "_shift_matrix", "_resized_crop")
-DEPS = {"_move_labels": ("_moved",), "_flip_labels": ("_node",), "_rotate_matrix": ("_wh",),
-        "_scale_matrix": ("_wh",), "_shift_matrix": ("_wh", "_node")}
+HELPERS = (
+    "_wh",
+    "_moved",
+    "_move_labels",
+    "_flip_labels",
+    "_warp_mask",
+    "_rotate_matrix",
+    "_scale_matrix",
+    "_shift_matrix",
+    "_resized_crop",
+)
+DEPS = {
+    "_move_labels": ("_moved",),
+    "_flip_labels": ("_node",),
+    "_rotate_matrix": ("_wh",),
+    "_scale_matrix": ("_wh",),
+    "_shift_matrix": ("_wh", "_node"),
+}
 """The helpers (in the order modules define them) and what each calls."""

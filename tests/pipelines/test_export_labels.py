@@ -4,7 +4,6 @@ cannot move labels is refused by name; the module is ruff-clean and its PyTorch 
 
 from __future__ import annotations
 
-import ast
 import itertools
 import shutil
 import subprocess
@@ -12,7 +11,6 @@ import subprocess
 import numpy as np
 import pytest
 
-from dali_gallery.pipelines import label_helpers
 from dali_gallery.pipelines.annotated_preview import load_annotated
 from dali_gallery.pipelines.annotations import load_coco
 from dali_gallery.pipelines.coco_keypoints import keypoint_table, keypoints_lookup
@@ -152,32 +150,16 @@ def test_operators_that_cannot_move_labels_are_refused_by_name():
     assert "def augment(images, seed=SEED)" in export_code(preset)  # without labels: fine
 
 
-def _without_label_helpers(code: str) -> str:
-    """The module minus the label helpers copied from pipelines/label_helpers.py (written at
-    the project's 100 columns, not in ruff-format's 88-column layout)."""
-    lines = code.splitlines(keepends=True)
-    drop = [(n.lineno, n.end_lineno) for n in ast.parse(code).body
-            if isinstance(n, ast.FunctionDef) and n.name in label_helpers.HELPERS]
-    for start, end in sorted(drop, reverse=True):
-        del lines[start - 1:end + 2]  # with the two blank lines after it
-    return "".join(lines)
-
-
 @pytest.mark.parametrize("masks", [True, False])
 def test_the_module_is_ruff_clean(tmp_path, masks):
-    # no group: a child's "ran_2_0 = (pick_2 == 0)" is codegen's layout, not ruff's (issue
-    # of the plain export too)
-    steps = [s for s in CHAINS["random_steps"][0] if "one_of" not in s] + CHAINS["crop_paste"][0]
-    code = export_code(load(preset_dict(steps, output=NORMALISE)), labels=LabelSet(masks=masks))
-    whole, own = tmp_path / "whole.py", tmp_path / "own.py"
+    steps = CHAINS["random_steps"][0] + CHAINS["crop_paste"][0]  # a group, coins, a tail
+    output = {"resize_shorter": 64, "crop": [48, 48], "mirror_probability": 0.5, **NORMALISE}
+    code = export_code(load(preset_dict(steps, output=output)), labels=LabelSet(masks=masks))
+    whole = tmp_path / "whole.py"
     whole.write_text(code)
-    own.write_text(_without_label_helpers(code))
     lint = ["check", "--isolated", "--select", "E,F,W,I,B,UP,SIM"]
-    check = subprocess.run([RUFF, *lint, "--line-length", "100", str(whole)],
-                           capture_output=True, text=True)
-    assert check.returncode == 0, check.stdout
-    for args in (["format", "--isolated", "--check", "--diff"], [*lint[:3], "E,W"]):
-        run = subprocess.run([RUFF, *args, "--line-length", "88", str(own)],
+    for args in (["format", "--isolated", "--check", "--diff"], lint):
+        run = subprocess.run([RUFF, *args, "--line-length", "88", str(whole)],
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stdout + run.stderr
     assert "ltrb=True" in code and "relative to the output image (0..1)" in code
