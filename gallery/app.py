@@ -2,7 +2,9 @@
 
 The image-source control is the builder's own panel (bundled samples, a server folder inside
 the allowed root, uploads), shown above the tabs; whatever it loads into the builder is loaded
-into the gallery too, so both always show the same images. A source that yields no usable
+into the gallery too, so both always show the same images. So are the labels: the builder's
+labels panel (under the images) holds the one set of annotations both tabs draw, with its
+"show labels" and drop threshold. A source that yields no usable
 image leaves both views on their previous images and says why. ``dali-gallery serve`` tells
 the kernel its images and allowed root through environment variables (see ``gallery.serve``).
 Under Voilà the gallery starts rendering once the page has loaded the app's widgets
@@ -128,6 +130,8 @@ class App:
         self.gallery = GalleryView(device=self.device, allowed_root=allowed_root, size=size,
                                    max_images=gallery_images)
         self.gallery.on_add(self._add_from_gallery)
+        self.builder.labels.on_labels(self._labels_changed)
+        self._labels_changed()  # annotations= given: the gallery starts with them
         self.link = ShareLink(self.builder.model) if page_link else None
         panel = self.builder.images_panel
         self._load_into_builder = panel.on_load
@@ -241,6 +245,13 @@ class App:
         if self.builder.renderer.version != before:
             self.gallery.set_images(source.items, root=source.root)
         return problems
+
+    def _labels_changed(self) -> None:
+        """The builder's labels, "show labels" or drop threshold changed: the gallery
+        follows (the same LabelSource, matched to its own images)."""
+        renderer = self.builder.renderer
+        self.gallery.set_labels(renderer.labels, show=renderer.overlay,
+                                min_kept=renderer.engine.min_kept)
 
     def _add_from_gallery(self, op: str, params: dict[str, Any]) -> None:
         """A gallery "add" click: append the step with that magnitude and show the builder

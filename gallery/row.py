@@ -5,7 +5,9 @@ column's tiles into one picture (each letterboxed in a shared cell, so nothing i
 scales it to the size it is shown at and encodes it as JPEG. The size the user picks sets the
 size tiles are shown at (:func:`tile_px`). A page holds ~50 cards, so each card uses few widget
 models: a header, one ``Image`` per column, one ``ToggleButtons`` whose buttons are the "add"
-actions and one whose transparent buttons lie over the tiles and open the zoom view.
+actions and one whose transparent buttons lie over the tiles and open the zoom view. On
+labelled images the tiles are drawn with their moved labels (:mod:`.view_labels`), and the card
+of an operator that cannot move labels says why instead of showing tiles.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import numpy as np
 from dali_gallery.pipelines.catalog import OpSpec
 from dali_gallery.pipelines.display import encode_image, to_display
 from dali_gallery.widgets.style import ZOOM_CSS, close_tree
+from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
 from .sweep import RowResult
+from .view_labels import LabelState, drawn_column, zoom_labels
 
 MIN_TILE_PX = 80
 DISPLAY_SCALE = 2
@@ -44,7 +48,9 @@ CSS = """<style>
 .dg-gallery-row img { height: auto; margin: 0 2px; }
 .dg-gallery-label { font-size: 11px; text-align: center; margin: 0 2px; }
 .dg-gallery-add button { font-size: 11px; padding: 0 2px; margin: 0 2px !important; }
-.dg-gallery-gpu-only, .dg-gallery-error { max-width: 560px; font-size: 12px; }
+.dg-gallery-gpu-only, .dg-gallery-error, .dg-gallery-refused { max-width: 560px;
+  font-size: 12px; }
+.dg-gallery-refused { color: #8a5a00; }
 .dg-gallery-error { color: #b00020; }
 .dg-gallery-strips { position: relative; margin: 0; }
 .dg-gallery-zoom { position: absolute; top: 0; left: 0; }
@@ -103,16 +109,24 @@ class Strips:
     px: int
 
 
-def row_strips(result: RowResult, originals: list[np.ndarray], px: int) -> Strips:
+def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
+               labels: LabelState | None = None) -> Strips:
     """The JPEG of the originals column, then one per rendered column (none if not rendered).
     The columns are encoded in parallel (Pillow releases the GIL while it scales and encodes):
-    on a warm GPU gallery, encoding one column after another took longer than DALI."""
+    on a warm GPU gallery, encoding one column after another took longer than DALI. With
+    ``labels`` drawn ("show labels"), each column's tiles get their labels first."""
     if not result.ok:
         return Strips([], (0, 0), 0, px)
     columns = [originals, *result.tiles]
     cell = (max(t.shape[0] for col in columns for t in col),
             max(t.shape[1] for col in columns for t in col))
-    jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), columns))
+    if labels is not None and labels.overlay and result.labels is not None:
+        def column(k: int) -> bytes:
+            return strip_jpeg(drawn_column(labels, result, originals, k), cell, px)
+
+        jpegs = list(_encoder_pool().map(column, range(len(columns))))
+    else:
+        jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), columns))
     return Strips(jpegs, cell, len(originals), px)
 
 
@@ -132,14 +146,16 @@ def _encoder_pool() -> ThreadPoolExecutor:
 class Row:
     """The widgets of one card; ``on_add(op, params, label)`` runs when an add button is
     clicked, ``on_zoom(op, image, column)`` when a tile is. ``originals`` and ``names`` are the
-    images the card was rendered on (the zoom view shows them)."""
+    images the card was rendered on (the zoom view shows them); ``labels`` their labels."""
 
     def __init__(self, spec: OpSpec, result: RowResult, strips: Strips, on_add: AddCallback,
                  *, originals: Sequence[np.ndarray] = (), names: Sequence[str] = (),
-                 on_zoom: ZoomCallback | None = None) -> None:
+                 on_zoom: ZoomCallback | None = None,
+                 labels: LabelState | None = None) -> None:
         self.op = spec.name
         self.result = result
         self.strips = strips
+        self.labels = labels
         self.originals = list(originals)
         self.names = list(names)
         self._on_add = on_add
@@ -172,8 +188,10 @@ class Row:
             strips_box.add_class("dg-gallery-strips")
             body += [strips_box, W.HBox([original, self.add])]
         else:
-            note = W.HTML(html.escape(result.unavailable or result.error or ""))
-            note.add_class("dg-gallery-gpu-only" if result.unavailable else "dg-gallery-error")
+            note = W.HTML(html.escape(result.unavailable or result.refused or result.error
+                                      or ""))
+            note.add_class("dg-gallery-gpu-only" if result.unavailable else
+                           "dg-gallery-refused" if result.refused else "dg-gallery-error")
             if result.error:
                 note.add_class("dg-error")
             body += [note, self.add]
@@ -224,6 +242,23 @@ class Row:
         if self.zoom_buttons is None:
             raise ValueError(f"{self.op} has no tiles to zoom into")
         self.zoom_buttons.index = image * len(self.images) + column
+
+    def open_zoom(self, zoom: ZoomView, image: int, column: int) -> None:
+        """Show image ``image`` of column ``column`` (0: the original) large in ``zoom``, the
+        original beside it, with their labels drawn when the tiles have them; then put
+        ``zoom`` in this card."""
+        original = self.originals[image]
+        tile = original if column == 0 else self.result.tiles[column - 1][image]
+        sizes = None
+        view = zoom_labels(self.labels, self.result, image, column)
+        if view is not None:
+            sizes = (tile.shape, original.shape)
+            tile, original = view.drawn(tile, original)
+        zoom.show(tile, original, side=f"{max(ZOOM_PX, 2 * self.strips.px + 16)}px",
+                  title=f"{self.op} \u00b7 {self.column_label(column)} \u00b7 "
+                        f"{self.names[image]}", key=(self.op, str(image), str(column)),
+                  sizes=sizes)
+        self.show_zoom(zoom.widget)
 
     def show_zoom(self, widget: W.Widget) -> None:
         """Show ``widget`` (the gallery's zoom view) at the bottom of this card."""

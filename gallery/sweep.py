@@ -6,6 +6,8 @@ to the slider's far end. One without a magnitude walks the values of its choice 
 seen; when it has none it shows several random draws if it draws random numbers (seeded ops)
 and its defaults otherwise. ``render_row`` renders a row through the preview engine: a run-time
 magnitude is fed per sample, so the whole row is one DALI run; choices cost one run each.
+On labelled images (``engine.set_labels``) each tile's moved labels come back with it, and an
+operator that cannot move labels is not rendered: its row says why (its catalog rule).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
+from dali_gallery.pipelines.label_render import LabelOutput
+from dali_gallery.pipelines.labels import Refuse
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import Preset, PresetError, load, new_step
 from dali_gallery.pipelines.render_result import stack_renders
@@ -67,7 +71,9 @@ class RowPlan:
 class RowResult:
     """A rendered row: ``tiles[k][i]`` is image i in column k (pixels straight from DALI).
 
-    ``unavailable`` explains an operator this device cannot run; ``error`` a failed render.
+    ``unavailable`` explains an operator this device cannot run; ``error`` a failed render;
+    ``refused`` why an operator that cannot move labels is not rendered on labelled images.
+    ``labels[k][i]``: what the chain did to image i's labels in column k (labelled images).
     """
 
     plan: RowPlan
@@ -75,6 +81,8 @@ class RowResult:
     ms: float = 0.0
     error: str | None = None
     unavailable: str | None = None
+    refused: str | None = None
+    labels: list[list[LabelOutput]] | None = None
 
     @property
     def op(self) -> str:
@@ -82,7 +90,8 @@ class RowResult:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.unavailable is None and bool(self.tiles)
+        return (self.error is None and self.unavailable is None and self.refused is None
+                and bool(self.tiles))
 
 
 def _snap(p: Param, v: float) -> Any:
@@ -207,6 +216,10 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     if why is not None:
         return RowResult(plan, unavailable=f"{why}, so it is not rendered here. It can still "
                                             "be added to the pipeline and exported.")
+    if engine.labels is not None:
+        refused = label_refusal(spec)
+        if refused is not None:  # the engine would refuse it: say why, render nothing
+            return RowResult(plan, refused=refused)
     t0 = time.perf_counter()
     what = f" at {plan.param}={plan.values}" if plan.param else ""
     try:
@@ -228,8 +241,19 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     except (StepError, PresetError) as e:
         return RowResult(plan, error=f"{plan.op}{what}: {e}",
                          ms=(time.perf_counter() - t0) * 1000)
-    tiles = [[render.tile(i, k) for i in range(render.n_images)] for k in range(render.draws)]
-    return RowResult(plan, tiles, (time.perf_counter() - t0) * 1000)
+    n = render.n_images
+    tiles = [[render.tile(i, k) for i in range(n)] for k in range(render.draws)]
+    moved = render.labels
+    labels = None if moved is None else [moved[k * n:(k + 1) * n] for k in range(render.draws)]
+    return RowResult(plan, tiles, (time.perf_counter() - t0) * 1000, labels=labels)
+
+
+def label_refusal(spec: OpSpec) -> str | None:
+    """Why ``spec`` cannot run on labelled images (its catalog rule), None when it can."""
+    rule = spec.labels
+    if rule is None:
+        return "not label-aware: its catalog entry does not declare what it does to labels"
+    return rule.describe() if isinstance(rule, Refuse) else None
 
 
 def gallery_ops(catalog: Catalog = CATALOG, category: str = "", search: str = "") -> list[str]:

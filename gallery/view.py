@@ -9,7 +9,9 @@ newest wins) and stream in with a progress bar. Every change of images, size or 
 new generation; the job of an older one stops at its next row, so an outdated render never
 reaches the page. Cards stay valid across filter changes (only the images and the size
 invalidate them), so filtering never renders again. Widget changes made for the worker run on
-the kernel's main thread (:mod:`widgets.ui_thread`).
+the kernel's main thread (:mod:`widgets.ui_thread`). With labels (:meth:`GalleryView.set_labels`,
+:mod:`.view_labels`) every row moves them with its pixels and draws them; "show labels" only
+draws the rows again, from the renders they have.
 """
 
 from __future__ import annotations
@@ -23,22 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ipywidgets as W
 import numpy as np
 
-from dali_gallery.pipelines.catalog import CATALOG, CATEGORIES, Catalog
+from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
+from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
 from dali_gallery.pipelines.op_search import no_match
 from dali_gallery.pipelines.preset import PresetError
+from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
-from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
+from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
-from .row import CSS, Row, Strips, row_strips, slug, tile_px
+from .row import Row, Strips, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
+from .view_labels import GalleryLabels, LabelRequest, LabelState
+from .view_layout import build_controls
 
 __all__ = ["GalleryView", "SIZES", "slug"]
 
@@ -47,7 +52,9 @@ MAX_IMAGES = 16
 _log = logging.getLogger(__name__)
 
 AddHandler = Callable[[str, dict[str, Any]], None]
-
+Key = tuple[int, int, int, int]
+"""(image set version, size, labels version, drawing): what the cards are valid for; the
+renders are valid for the first three."""
 
 
 @dataclass
@@ -55,7 +62,8 @@ class _Job:
     gen: int
     ops: list[str]
     images: list[EncodedImage]
-    key: tuple[int, int]  # (image set version, size): what the cards are valid for
+    key: Key
+    labels: LabelRequest | None = None
 
 
 class GalleryView:
@@ -94,50 +102,21 @@ class GalleryView:
         self._version = 0
         self.images_set = False
         """Whether images were given (an empty set counts: the user chose it)."""
-        self._loaded: tuple[int, int] | None = None
+        self._loaded: tuple[int, ...] | None = None
+        self.labels = GalleryLabels()
+        self._undrawn: set[str] = set()
+        """Operators whose cards must be drawn again from their renders (a redraw)."""
         self._gen = 0
         self._closed = False
         self._lock = threading.RLock()
         self.scheduler: Scheduler[_Job, None] = Scheduler(
             self._run, self._delivered, on_error=self._ui_error, ui=UI,
             name="dali-gallery-gallery")
-        self._build_controls(size)
+        build_controls(self, size)
         if images is not None:
             self.set_images(images)
         else:
             self._restart(new_images=True)
-
-    # ---- widgets ------------------------------------------------------------------------------
-
-    def _build_controls(self, size: int) -> None:
-        self.category = W.Dropdown(options=[("all categories", "")] + [(c, c) for c in CATEGORIES],
-                                   value="", description="category",
-                                   layout=W.Layout(width="260px"))
-        self.category.add_class("dg-gallery-category")
-        self.search = W.Text(placeholder="search operators", description="search",
-                             continuous_update=True, layout=W.Layout(width="260px"))
-        self.search.add_class("dg-gallery-search")
-        self.size = W.Dropdown(options=[(f"{s} px", s) for s in SIZES], value=size,
-                               description="size", layout=W.Layout(width="170px"),
-                               tooltip="the size images are decoded to and tiles shown at")
-        self.size.add_class("dg-gallery-size")
-        self.progress = W.IntProgress(value=0, min=0, max=1, description="rendering",
-                                      layout=W.Layout(width="360px"))
-        self.progress.add_class("dg-gallery-progress")
-        self.status = W.HTML("")
-        self.status.add_class("dg-gallery-status")
-        self.rows_box = W.Box(layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
-        self.rows_box.add_class("dg-gallery-rows")
-        self.category.observe(lambda _c: self._restart(), names="value")
-        self.search.observe(lambda _c: self._restart(), names="value")
-        self.size.observe(lambda _c: self._restart(new_images=True), names="value")
-        self.widget = W.VBox([
-            W.HTML(CSS),
-            W.HBox([self.category, self.search, self.size]),
-            W.HBox([self.progress, self.status]),
-            self.rows_box,
-        ])
-        self.widget.add_class("dg-gallery")
 
     # ---- public API ---------------------------------------------------------------------------
 
@@ -163,6 +142,16 @@ class GalleryView:
             self.problems = []
             self.images_set = True
         self._restart(new_images=True)
+
+    def set_labels(self, labels: LabelSource | None, *, show: bool = True,
+                   min_kept: float = DEFAULT_MIN_KEPT) -> None:
+        """Move and draw these annotations (matched to the images by file name; None: none)
+        on every row: ``show`` draws them ("show labels"), ``min_kept`` is the drop threshold.
+        A change of labels renders the rows again; one of ``show`` only draws them again."""
+        with self._lock:
+            change = self.labels.update(labels, show, min_kept)
+        if change:
+            self._restart(new_images=change == "labels", redraw=True)
 
     def set_status(self, text: str, error: bool = False) -> None:
         """A line in the status bar (e.g. why nothing renders yet)."""
@@ -222,20 +211,24 @@ class GalleryView:
 
     # ---- generations (main thread) ------------------------------------------------------------
 
-    def _restart(self, new_images: bool = False) -> None:
-        """Start a new generation: outdated work is dropped, missing visible rows queued."""
+    def _restart(self, new_images: bool = False, redraw: bool = False) -> None:
+        """Start a new generation: outdated work is dropped, missing visible rows queued
+        (``redraw``: every card is made again, from the renders it has where still valid)."""
         with self._lock:
             self._gen += 1
             old: list[Row] = []
+            if new_images or redraw:
+                self._zoom_closed()
+                self.zoom.hide()  # it showed images (or labels) that are no longer shown
+                old, self._rows = list(self._rows.values()), {}
             if new_images:
                 self._version += 1
-                self._zoom_closed()
-                self.zoom.hide()  # it showed images that are no longer loaded
-                old, self._rows = list(self._rows.values()), {}
                 self.results = {}
+            self._undrawn = set(self.results) if redraw else self._undrawn & set(self.results)
             self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
-            missing = [op for op in self._visible if op not in self.results]
-            job = _Job(self._gen, missing, list(self._images), self._key())
+            missing = [op for op in self._visible if op not in self.results
+                       or op in self._undrawn]
+            job = _Job(self._gen, missing, list(self._images), self._key(), self.labels.request())
             self.stats = {"generation": self._gen, "started": time.perf_counter(),
                           "rows": len(missing), "row_ms": {}}
             self._show_rows()
@@ -248,8 +241,8 @@ class GalleryView:
         for row in old:
             row.close()
 
-    def _key(self) -> tuple[int, int]:
-        return (self._version, int(self.size.value))
+    def _key(self) -> Key:
+        return (self._version, int(self.size.value), self.labels.version, self.labels.drawn)
 
     def _show_rows(self) -> None:
         """Cards of the visible operators that are built, in catalog order, and the progress."""
@@ -266,21 +259,25 @@ class GalleryView:
 
     def _run(self, job: _Job) -> None:
         """One generation's rows (worker thread); returns early once it is outdated."""
-        if self._loaded != job.key:
+        if self._loaded != job.key[:2]:
             t0 = time.perf_counter()
             if not self._load(job):
                 return
             self.stats["decode_s"] = round(time.perf_counter() - t0, 3)
+        labels = self.labels.for_job(self.engine, job.key[:3], job.labels)
         originals, names = self.engine.images, self.engine.names
         px = tile_px(job.key[1])
         device = describe(self.engine.device)
         for k, op in enumerate(job.ops):
             if not self._current(job.gen):
                 return
-            self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
-            result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
-                                seed=self.seed, catalog=self.catalog)
-            strips = row_strips(result, originals, px)
+            with self._lock:
+                result = self.results.get(op)  # a redraw: valid for these images and labels
+            if result is None:
+                self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
+                result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
+                                    seed=self.seed, catalog=self.catalog)
+            strips = row_strips(result, originals, px, labels)
             with self._lock:
                 if job.gen != self._gen:
                     return
@@ -289,7 +286,7 @@ class GalleryView:
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
             on_ui_thread(lambda op=op, r=result, s=strips: self._publish(
-                job.key, op, r, s, (originals, names)), self._ui_error)
+                job.key, op, r, s, (originals, names), labels), self._ui_error)
         with self._lock:
             if job.gen != self._gen:
                 return
@@ -305,14 +302,16 @@ class GalleryView:
         if self._current(outcome.request.gen):
             self._say(f"gallery render failed: {type(error).__name__}: {error}", error=True)
 
-    def _publish(self, key: tuple[int, int], op: str, result: RowResult, strips: Strips,
-                 images: tuple[list[np.ndarray], list[str]]) -> None:
+    def _publish(self, key: Key, op: str, result: RowResult, strips: Strips,
+                 images: tuple[list[np.ndarray], list[str]], labels: LabelState | None) -> None:
         """Main thread: build the card and show it if the images are still those it shows."""
         with self._lock:
             if self._closed or key != self._key() or op in self._rows:
                 return
+            self._undrawn.discard(op)
             self._rows[op] = Row(self.catalog[op], result, strips, self.add,
-                                 originals=images[0], names=images[1], on_zoom=self.zoom_tile)
+                                 originals=images[0], names=images[1], on_zoom=self.zoom_tile,
+                                 labels=labels)
             self._show_rows()
 
     def zoom_tile(self, op: str, image: int, column: int) -> None:
@@ -320,14 +319,8 @@ class GalleryView:
         in that card, with the original beside it (what clicking the tile does)."""
         with self._lock:
             row = self._rows[op]
-            original = row.originals[image]
-            tile = original if column == 0 else row.result.tiles[column - 1][image]
             self._zoom_closed()
-            side = f"{max(ZOOM_PX, 2 * row.strips.px + 16)}px"
-            self.zoom.show(tile, original, side=side,
-                           title=f"{op} \u00b7 {row.column_label(column)} \u00b7 "
-                                 f"{row.names[image]}", key=(op, str(image), str(column)))
-            row.show_zoom(self.zoom.widget)
+            row.open_zoom(self.zoom, image, column)
             self._zoom_op = op
 
     def _zoom_closed(self) -> None:
@@ -343,6 +336,7 @@ class GalleryView:
                 return
             self.progress.bar_style = "success"
             failed = [op for op in job.ops if op in self.results and self.results[op].error]
+            refused = [op for op in job.ops if op in self.results and self.results[op].refused]
             first, total = self.stats.get("first_row_s"), self.stats.get("total_s", 0.0)
             unmatched = not self._visible and self.search.value.strip()
         if unmatched:  # not "0 operators in 0.0 s": say why nothing shows, and what may match
@@ -353,6 +347,8 @@ class GalleryView:
                + f" on {describe(self.engine.device)}")
         if failed:
             msg += f"; failed: {', '.join(failed)}"
+        if refused:
+            msg += f"; {len(refused)} not label-aware (their cards say why)"
         self._say(msg + problem_text(self.problems), error=bool(failed))
 
     def _load(self, job: _Job) -> bool:
@@ -368,7 +364,8 @@ class GalleryView:
                       error=True)
             return False
         self.engine.set_arrays(arrays, names)
-        self._loaded = job.key
+        self._loaded = job.key[:2]
+        self.labels.forget()  # the engine forgot them with its images
         return True
 
     def _ui_error(self, error: Exception) -> None:

@@ -86,6 +86,11 @@ SAME = Canvas()
 
 
 @dataclass(frozen=True)
+class Window(Canvas):
+    """A window of the input whose size is drawn at run time: at most the input's size."""
+
+
+@dataclass(frozen=True)
 class Grow(Canvas):
     """Both sides times a ratio (``paste``: a canvas ``ratio`` times the image)."""
 

@@ -151,6 +151,30 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     return out, m
 
 
+def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
+    """``fn.random_bbox_crop``'s window (every box overlapping it by at least ``min_iou``;
+    ``boxes`` None: no boxes, any window) cut with ``fn.slice``, and its pixel matrix."""
+    if boxes is None:
+        boxes = types.Constant(np.zeros((0, 4), np.float32))
+    anchor, shape = fn.random_bbox_crop(
+        boxes,
+        bbox_layout="xyXY",
+        thresholds=[min_iou],
+        scaling=scaling,
+        aspect_ratio=aspect,
+        seed=seed,
+    )[:2]
+    out = fn.slice(
+        images,
+        anchor,
+        shape,
+        normalized_anchor=True,
+        normalized_shape=True,
+        axis_names="WH",
+    )
+    return out, fn.transforms.translation(offset=-anchor * _wh(images))
+
+
 HELPERS = (
     "_wh",
     "_moved",
@@ -161,6 +185,7 @@ HELPERS = (
     "_scale_matrix",
     "_shift_matrix",
     "_resized_crop",
+    "_bbox_crop",
 )
 DEPS = {
     "_move_labels": ("_moved",),
@@ -168,5 +193,6 @@ DEPS = {
     "_rotate_matrix": ("_wh",),
     "_scale_matrix": ("_wh",),
     "_shift_matrix": ("_wh", "_node"),
+    "_bbox_crop": ("_wh",),
 }
 """The helpers (in the order modules define them) and what each calls."""

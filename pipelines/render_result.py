@@ -108,7 +108,7 @@ def host_copies(tl: Any) -> list[np.ndarray]:
 
 
 def stack_renders(parts: list[Render]) -> Render:
-    """Renders of one draw each, as the draws of one render."""
+    """Renders of one draw each, as the draws of one render (their labels too, when moved)."""
     first = parts[0]
     images = [img for r in parts for img in r.images]
     records = []
@@ -116,5 +116,8 @@ def stack_renders(parts: list[Render]) -> Render:
         for rec in r.records:
             records.append(SampleRecord(rec.image, d, rec.fired, rec.values, rec.children,
                                         rec.child_values))
+    labels = None  # the moved labels follow their samples (all parts have them, or none)
+    if all(r.labels is not None for r in parts):
+        labels = [out for r in parts for out in r.labels or ()]
     return Render(images, records, first.n_images, len(parts), first.device,
-                  any(r.built for r in parts), sum(r.ms for r in parts))
+                  any(r.built for r in parts), sum(r.ms for r in parts), labels=labels)

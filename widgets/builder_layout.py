@@ -16,7 +16,7 @@ from dali_gallery.pipelines.label_render import SampleLabels
 from . import style
 from .distribution_panel import DistributionPanel
 from .export_panel import ExportPanel
-from .images_panel import ImagesPanel
+from .images_panel import SAMPLES_DIR, ImagesPanel
 from .import_panel import ImportPanel
 from .labels_panel import LabelsPanel
 from .output_panel import OutputPanel
@@ -30,8 +30,10 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
     b.images_panel = ImagesPanel(b._load_source, allowed_root=b.allowed_root,
                                  samples=Path(samples) if samples else None,
                                  max_selected=b.live.max_images)
+    bundled = samples is not None and _same(Path(samples), SAMPLES_DIR)
     b.labels = LabelsPanel(b.live.renderer, on_change=b.live.request,
-                           source=lambda: b.live.source, allowed_root=b.allowed_root)
+                           source=lambda: b.live.source, allowed_root=b.allowed_root,
+                           samples=b.images_panel.load_samples if bundled else None)
     b.export = ExportPanel(on_name=b._set_name, on_preset_file=b._preset_file,
                            current=lambda: b.model.preset)
     b.export_panel = b.export.widget
@@ -86,3 +88,11 @@ def _first_labels(b: Builder) -> tuple[SampleLabels | None, float]:
     """The distribution's labels: the first image's, and the builder's drop threshold."""
     labels = b.engine.labels
     return (labels[0] if labels else None), b.engine.min_kept
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``samples`` is the bundled folder (whose annotations "detection" loads)."""
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

@@ -126,13 +126,15 @@ class ImagesPanel:
 
     # ---- actions ------------------------------------------------------------------------------
 
-    def load_samples(self) -> list[ImageProblem]:
+    def load_samples(self, files: Sequence[str] = ()) -> list[ImageProblem]:
+        """The bundled samples (what the button does); ``files``: only these of them (names
+        relative to the samples folder, at most ``max_selected``), e.g. the annotated ones."""
         if not _is_dir(self.samples_dir):
             return self._refuse("the bundled samples folder is missing")
         assert self.samples_dir is not None
         # confined (served): the samples pass the same check, inside their own folder
         root = self.samples_dir if self.allowed_root is not None else None
-        return self._load_listed("samples", self.samples_dir, "bundled samples", root)
+        return self._load_listed("samples", self.samples_dir, "bundled samples", root, files)
 
     def load_folder(self, text: str) -> list[ImageProblem]:
         """Load a typed folder (restricted to the allowed root); refusals are shown."""
@@ -189,14 +191,17 @@ class ImagesPanel:
 
     # ---- internals ----------------------------------------------------------------------------
 
-    def _load_listed(self, kind: str, path: Path, label: str,
-                     root: Path | None) -> list[ImageProblem]:
+    def _load_listed(self, kind: str, path: Path, label: str, root: Path | None,
+                     files: Sequence[str] = ()) -> list[ImageProblem]:
         try:
             listing = FolderListing.of(path)
         except OSError:  # collect() reports why, as a problem of the folder
             return self._load(ImageSource(kind, path, label, root))
-        return self._load(ImageSource(kind, listing.pick(self.max_selected), label, root,
-                                      listing=listing))
+        wanted = set(files)
+        chosen = [f for f in listing.files if f in wanted][: self.max_selected]
+        items = FolderSelection(listing.folder, tuple(chosen)) if chosen \
+            else listing.pick(self.max_selected)
+        return self._load(ImageSource(kind, items, label, root, listing=listing))
 
     def _show_files(self, source: ImageSource) -> None:
         """The folder's files for choosing others (bounded, spread over its classes)."""

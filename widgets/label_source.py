@@ -9,12 +9,15 @@ Masks come from DALI itself (:func:`pipelines.annotations.dali_masks`, the reade
 pipeline uses) on the cleaned document, never on the user's file as written, only for the
 images on screen, and are kept as uint8 at the annotation's size, shrunk (nearest neighbour)
 to the decoded preview size when fed. A category id above 255 cannot be a uint8 mask value:
-masks are then turned off with a problem saying so, and boxes and keypoints still work.
+masks are then turned off with a problem saying so, and boxes and keypoints still work. In the
+app one source serves the builder and the gallery, each matching it from its own thread: the
+masks are read under a lock, so neither sees the other's half-read masks.
 """
 
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,6 +71,7 @@ class LabelSource:
     _tried: set[str] = field(default_factory=set, repr=False)
     _clean: Path | None = field(default=None, repr=False)
     _tmp: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __post_init__(self) -> None:
         self.problems = list(self.annotations.problems) + list(self.problems)
@@ -115,6 +119,11 @@ class LabelSource:
         when no image has an annotation entry."""
         if not self.matched(files):
             return None
+        with self._lock:
+            return self._for_images(files, shapes)
+
+    def _for_images(self, files: Sequence[str],
+                    shapes: Sequence[tuple[int, int]]) -> list[SampleLabels]:
         self._load_masks(files)
         masked = self.masks_on and any(f in self._masks for f in files)
         out = []
@@ -137,10 +146,13 @@ class LabelSource:
 
     def close(self) -> None:
         """Remove the cleaned document written for DALI's mask reader."""
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-        self._masks.clear()
+        with self._lock:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
+            self._clean = None  # a late user (the gallery's worker) writes it again
+            self._masks.clear()
+            self._tried.clear()
 
     # ---- internals ----------------------------------------------------------------------------
 

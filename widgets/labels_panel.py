@@ -6,7 +6,8 @@ lying in the images folder (offered by name: that folder passed the allowed-root
 the file is checked again, symlinks followed). They are matched to the preview's images by
 file name (:mod:`.label_source`). Problems are listed by file and reason like the images'
 problems, and the rest still loads; a document that cannot be used at all leaves the labels
-as they were and says why.
+as they were and says why. "classification | detection" (:mod:`.label_task`) removes the labels
+or shows an annotated set. Other views (the app's gallery) follow through :meth:`on_labels`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from . import style
 from .image_source import ImageSource
 from .label_overlay import labels_legend_html
 from .label_source import YOLO, LabelSource, from_path, from_upload, from_yolo
+from .label_task import SamplesLoader, TaskPick
 from .render import MIN_KEPT_RANGE, PreviewRenderer
 
 MAX_PROBLEMS_SHOWN = 50
@@ -53,16 +55,20 @@ def check_annotations_arg(annotations: Any) -> None:
 
 class LabelsPanel:
     """Upload, files found beside the images, "show labels", the drop threshold, a summary
-    with a legend, and the problem list. ``on_change()`` re-renders the preview."""
+    with a legend, and the problem list. ``on_change()`` re-renders the preview; ``samples``
+    shows the bundled annotated samples (the images panel's own loader; None: not offered)."""
 
     def __init__(self, renderer: PreviewRenderer, *, on_change: Callable[[], None],
                  source: Callable[[], ImageSource | None],
-                 allowed_root: Path | None = None) -> None:
+                 allowed_root: Path | None = None,
+                 samples: SamplesLoader | None = None) -> None:
         self.renderer = renderer
         self.on_change = on_change
         self._source = source
         self.allowed_root = allowed_root
         self._quiet = False
+        self._listeners: list[Callable[[], None]] = []
+        self.task = TaskPick(self, samples)
         self.upload_button = style.classed(w.FileUpload(
             accept=".json,application/json", multiple=False,
             description="annotations (.json)", tooltip="a COCO instances file for these "
@@ -94,8 +100,9 @@ class LabelsPanel:
         self.legend = w.HTML()
         self.problems_html = style.classed(w.HTML(), style.LABELS_PROBLEMS)
         self.widget = style.classed(w.VBox([
-            w.HTML("<b>Labels</b> <span style='opacity:.7'>(object detection, segmentation)"
-                   "</span>"),
+            w.HBox([w.HTML("<b>Labels</b> <span style='opacity:.7'>(object detection, "
+                           "segmentation)</span>"), self.task.widget],
+                   layout=w.Layout(flex_flow="row wrap", align_items="center")),
             w.HBox([self.upload_button, self.found, self.found_load],
                    layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.show, self.min_kept, self.clear_button],
@@ -121,6 +128,27 @@ class LabelsPanel:
     @property
     def problems(self) -> list[AnnotationProblem]:
         return list(self.source.problems) if self.source is not None else []
+
+    def on_labels(self, handler: Callable[[], None]) -> None:
+        """Call ``handler()`` after the labels, "show labels" or the threshold changed (the
+        app's gallery reads them from ``renderer``)."""
+        self._listeners.append(handler)
+
+    def images_folder(self) -> Path | None:
+        """The folder the images come from (None: uploads, or files of several folders)."""
+        return self._images_dir()
+
+    def likely_found(self) -> str | None:
+        """The first ``.json`` offered in the images folder whose name looks like annotations
+        (``instances``, ``coco``...), None when there is none."""
+        for _, value in self.found.options or ():
+            if value != YOLO and any(k in str(value).lower() for k in LIKELY):
+                return str(value)
+        return None
+
+    def failed(self, message: str) -> None:
+        """Show why the labels could not be loaded (they stay as they were)."""
+        self._failed(message)
 
     # ---- actions ------------------------------------------------------------------------------
 
@@ -167,21 +195,21 @@ class LabelsPanel:
         """No labels: the preview renders as without annotations."""
         self.renderer.set_labels(None)
         self.refresh()
-        self.on_change()
+        self._changed()
 
     def set_show(self, on: bool) -> None:
         """Draw the labels over the tiles (or hide them; they are still moved and checked)."""
         self.renderer.overlay = bool(on)
         self._quiet_set(self.show, bool(on))
         if self.source is not None:
-            self.on_change()
+            self._changed()
 
     def set_min_kept(self, value: float) -> None:
         """The drop threshold (a fraction of a box's area, 0.01 to 1)."""
         self.renderer.set_min_kept(value)
         self._quiet_set(self.min_kept, float(value))
         if self.source is not None:
-            self.on_change()
+            self._changed()
 
     def refresh(self) -> None:
         """After the images changed: labels of another folder are removed, the files offered,
@@ -194,9 +222,10 @@ class LabelsPanel:
             self.renderer.set_labels(None)
             labels = None
             note = "The labels were removed: they belong to the images of another folder."
-            self.on_change()
+            self._changed()
         self._offer(folder)
         self.clear_button.disabled = labels is None
+        self.task.sync()
         names = self.renderer.names
         if labels is None:
             self.summary.value = (f'<div class="{style.ERROR}">{escape(note)}</div>' if note
@@ -216,8 +245,13 @@ class LabelsPanel:
     def _use(self, labels: LabelSource) -> list[AnnotationProblem]:
         self.renderer.set_labels(labels)
         self.refresh()
-        self.on_change()
+        self._changed()
         return list(labels.problems)
+
+    def _changed(self) -> None:
+        self.on_change()
+        for handler in self._listeners:
+            handler()
 
     def _failed(self, message: str) -> None:
         kept = "; the labels were not changed" if self.source is not None else ""
@@ -245,9 +279,12 @@ class LabelsPanel:
         return None
 
     def _inside(self, path: Path) -> Path:
-        """``path`` when it resolves inside the allowed root (symlinks followed)."""
-        if self.allowed_root is not None:
-            real, root = os.path.realpath(path), os.path.realpath(self.allowed_root)
+        """``path`` when it resolves inside the root the images passed (the allowed root;
+        for the bundled samples of a served app, their own folder), symlinks followed."""
+        src = self._source()
+        allowed = src.root if src is not None and src.root is not None else self.allowed_root
+        if allowed is not None:
+            real, root = os.path.realpath(path), os.path.realpath(allowed)
             if not real.startswith(root.rstrip(os.sep) + os.sep):
                 raise AnnotationError(f"{readable(path.name)} leads outside the allowed root; "
                                       "it was not opened")

@@ -89,6 +89,7 @@ LABELS_SHOW = "dg-labels-show"
 LABELS_MIN_KEPT = "dg-labels-min-kept"
 LABELS_CLEAR = "dg-labels-clear"
 LABELS_PROBLEMS = "dg-labels-problems"
+LABELS_TASK = "dg-labels-task"
 INSPECTOR_LABELS = "dg-inspector-labels"
 
 EXPORT = "dg-export"

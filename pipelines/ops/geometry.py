@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..canvas import Fixed, Grow, Rotated, Shorter
+from ..canvas import Fixed, Grow, Rotated, Shorter, Window
 from ..labels import Flip, Warp
 from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
@@ -169,6 +169,39 @@ OPS = [
                        "aspect_min must not exceed aspect_max"),
         ),
         aliases=("RandomResizedCrop", "RandomSizedCrop", "Inception crop"),
+    ),
+    OpSpec(
+        "random_bbox_crop",
+        "geometry",
+        "Detection crop (SSD): a random window that overlaps the boxes by at least min_iou.",
+        "_bbox_crop({x}, None, [{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], "
+        "{min_iou}, {seed})[0]",
+        (
+            Param("scale_min", "float", 0.3, "Smallest window side (fraction of the image's)",
+                  bounds=(0.01, 1), slider=(0.05, 1), step=0.01),
+            Param("scale_max", "float", 1.0, "Largest window side (fraction of the image's)",
+                  bounds=(0.01, 1), slider=(0.05, 1), step=0.01),
+            Param("aspect_min", "float", 0.5, "Smallest window aspect ratio (relative w/h)",
+                  bounds=(0.1, 10), slider=(0.25, 4), step=0.01),
+            Param("aspect_max", "float", 2.0, "Largest window aspect ratio (relative w/h)",
+                  bounds=(0.1, 10), slider=(0.25, 4), step=0.01),
+            unit_interval("min_iou", 0.3, "Every box overlaps the window by at least this IoU "
+                          "(without labels: any window)", runtime=False),
+        ),
+        magnitude="scale_min",
+        canvas=Window(),
+        # no one schema: random_bbox_crop (CPU) draws the window, slice (CPU, GPU) cuts it
+        # the window is drawn from the boxes themselves when labels are in the chain
+        labels=Warp(call="_bbox_crop({x}, boxes, [{scale_min}, {scale_max}], "
+                         "[{aspect_min}, {aspect_max}], {min_iou}, {seed})"),
+        constraints=(
+            Constraint(("scale_min", "scale_max"), lambda v: v["scale_min"] <= v["scale_max"],
+                       "scale_min must not exceed scale_max"),
+            Constraint(("aspect_min", "aspect_max"), lambda v: v["aspect_min"] <= v["aspect_max"],
+                       "aspect_min must not exceed aspect_max"),
+        ),
+        aliases=("RandomIoUCrop", "RandomSizedBBoxSafeCrop", "BBoxSafeRandomCrop", "SSD crop",
+                 "detection crop"),
     ),
     OpSpec(
         "paste",

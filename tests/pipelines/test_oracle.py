@@ -140,6 +140,15 @@ ORACLES: dict[str, tuple[Case, ...]] = {
         lambda x, _: fn.random_resized_crop(x, size=[160, 160], random_area=[0.2, 0.6],
                                             random_aspect_ratio=[0.5, 1.5], antialias=False,
                                             seed=OP_SEED)),),
+    # without boxes: DALI's documented pairing, the crop window drawn by random_bbox_crop and
+    # cut by slice (normalised anchor and shape, in x, y order)
+    "random_bbox_crop": (Case(
+        {"scale_min": 0.2, "scale_max": 0.7, "aspect_min": 0.6, "aspect_max": 1.8,
+         "min_iou": 0.5},
+        lambda x, _: fn.slice(x, *fn.random_bbox_crop(
+            types.Constant(np.zeros((0, 4), np.float32)), bbox_layout="xyXY", thresholds=[0.5],
+            scaling=[0.2, 0.7], aspect_ratio=[0.6, 1.8], seed=OP_SEED)[:2],
+            normalized_anchor=True, normalized_shape=True, axis_names="WH")),),
     "paste": (Case(
         {"ratio": 1.7, "paste_x": 0.1, "paste_y": 0.8, "fill_value": 30},
         lambda x, _: fn.paste(x, ratio=1.7, paste_x=0.1, paste_y=0.8,

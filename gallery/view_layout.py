@@ -1,0 +1,52 @@
+"""The gallery's controls and page layout: filters, size, progress, status and the cards' box.
+
+Kept apart from :mod:`.view`, which holds the behaviour (generations, the worker, labels), as
+:mod:`widgets.builder_layout` is for the builder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import ipywidgets as W
+
+from dali_gallery.pipelines.catalog import CATEGORIES
+from dali_gallery.pipelines.images import PREVIEW_SIZES
+
+from .row import CSS
+
+if TYPE_CHECKING:
+    from .view import GalleryView
+
+
+def build_controls(view: GalleryView, size: int) -> None:
+    """Create the view's controls and its top-level ``widget`` (attributes set on ``view``);
+    a filter change starts a new generation, a size change one on new images."""
+    view.category = W.Dropdown(options=[("all categories", "")] + [(c, c) for c in CATEGORIES],
+                               value="", description="category",
+                               layout=W.Layout(width="260px"))
+    view.category.add_class("dg-gallery-category")
+    view.search = W.Text(placeholder="search operators", description="search",
+                         continuous_update=True, layout=W.Layout(width="260px"))
+    view.search.add_class("dg-gallery-search")
+    view.size = W.Dropdown(options=[(f"{s} px", s) for s in PREVIEW_SIZES], value=size,
+                           description="size", layout=W.Layout(width="170px"),
+                           tooltip="the size images are decoded to and tiles shown at")
+    view.size.add_class("dg-gallery-size")
+    view.progress = W.IntProgress(value=0, min=0, max=1, description="rendering",
+                                  layout=W.Layout(width="360px"))
+    view.progress.add_class("dg-gallery-progress")
+    view.status = W.HTML("")
+    view.status.add_class("dg-gallery-status")
+    view.rows_box = W.Box(layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+    view.rows_box.add_class("dg-gallery-rows")
+    view.category.observe(lambda _c: view._restart(), names="value")
+    view.search.observe(lambda _c: view._restart(), names="value")
+    view.size.observe(lambda _c: view._restart(new_images=True), names="value")
+    view.widget = W.VBox([
+        W.HTML(CSS),
+        W.HBox([view.category, view.search, view.size]),
+        W.HBox([view.progress, view.status]),
+        view.rows_box,
+    ])
+    view.widget.add_class("dg-gallery")
