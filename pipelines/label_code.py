@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .labels import DEFAULT_MIN_KEPT, Flip, Keep, Refuse, Warp
+from .labels import DEFAULT_MIN_KEPT, Flip, Keep, Refuse, Scale, Warp
 from .opspec import PLACEHOLDER, OpSpec
 from .preset import Preset
 
@@ -80,8 +80,11 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     whether they record kept fractions (``kept_<tag>``). ``args`` maps the call's placeholders
     (``x``, ``seed`` and each parameter) to their sources."""
     rule = spec.labels
-    if isinstance(rule, Keep):
+    if isinstance(rule, Keep) or (isinstance(rule, Scale) and not labels.masks):
         return [f"images = {call}"], False
+    if isinstance(rule, Scale):
+        return [f"before_{tag} = images", f"images = {call}",
+                f"masks = _warp_mask(masks, _scale_matrix(before_{tag}, images), images)"], False
     if isinstance(rule, Flip):
         h, v = _fill(rule.horizontal, args), _fill(rule.vertical, args)
         lines = [f"images = {call}"]
@@ -115,10 +118,11 @@ def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int]
     move = ("boxes, classes, keypoints, _ = _move_labels(boxes, classes, keypoints, {m}, "
             "{wh_in}, {wh_out}, " + repr(labels.min_kept) + ")")
     lines = [f"{', '.join(labels.names)} = labels"]
-    if resize:
-        lines += ["before_tail = images", resize, "m_tail = _scale_matrix(before_tail, images)"]
-        lines += ["masks = _warp_mask(masks, m_tail, images)"] if labels.masks else []
-        lines.append(move.format(m="m_tail", wh_in="_wh(before_tail)", wh_out="_wh(images)"))
+    if resize and labels.masks:  # relative boxes and keypoints stay (a Scale); masks follow
+        lines += ["before_tail = images", resize,
+                  "masks = _warp_mask(masks, _scale_matrix(before_tail, images), images)"]
+    elif resize:
+        lines.append(resize)
     if crop:
         lines.append(f"crop_wh = _const([{crop[1]}.0, {crop[0]}.0])")
         lines.append("m_crop = fn.transforms.translation(offset=0.5 * (crop_wh - _wh(images)))")

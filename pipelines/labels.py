@@ -14,6 +14,8 @@ the same lines in the preview and in the exported module:
   and nearest-neighbour interpolation. ``call`` replaces the entry's own call when labels are in
   the chain, for an operator whose matrix DALI does not expose (a random window): it returns
   the images and the matrix.
+* :class:`Scale`: the whole image resized; relative boxes and keypoints do not move, masks
+  are resized (nearest neighbour).
 * :class:`Flip`: mirrors; boxes through ``fn.bb_flip``, keypoints through ``fn.coord_flip``,
   masks through the entry's own call.
 * :class:`Refuse`: the operator cannot move labels exactly (a non-rigid distortion, a policy of
@@ -74,6 +76,15 @@ class Warp(LabelRule):
     def describe(self) -> str:
         kind = "homography" if self.homography else "affine matrix"
         return f"boxes, keypoints and masks follow the {kind}; boxes clipped, small ones dropped"
+
+
+@dataclass(frozen=True)
+class Scale(LabelRule):
+    """The whole image scaled (a resize): boxes and keypoints, relative to the image, stay
+    exactly where they are; masks are resized with nearest neighbour."""
+
+    def describe(self) -> str:
+        return "boxes and keypoints unchanged (relative coordinates); masks resized"
 
 
 @dataclass(frozen=True)

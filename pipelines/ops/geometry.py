@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..canvas import Fixed, Grow, Rotated, Shorter, Window
-from ..labels import Flip, Warp
+from ..labels import Flip, Scale, Warp
 from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
 
@@ -108,7 +108,7 @@ OPS = [
         magnitude="resize_shorter",
         schema="Resize",
         canvas=Shorter("resize_shorter"),
-        labels=Warp("_scale_matrix({x}, {out})"),
+        labels=Scale(),
         aliases=("Resize", "SmallestMaxSize", "rescale"),
     ),
     OpSpec(

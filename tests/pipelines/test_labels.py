@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.label_render import SampleLabels
-from dali_gallery.pipelines.labels import Flip, Keep, Refuse, Warp
+from dali_gallery.pipelines.labels import Flip, Keep, Refuse, Scale, Warp
 from dali_gallery.pipelines.preset import Group, Preset, PresetError, Step, Uniform, load
 
 H, W = 96, 160
@@ -88,13 +88,13 @@ def test_every_entry_declares_what_it_does_to_labels():
         assert spec.labels is not None, name
         assert spec.labels.describe(), name
         if spec.category == "geometry":
-            assert isinstance(spec.labels, Warp | Flip), name  # geometry always moves labels
+            assert isinstance(spec.labels, Warp | Flip | Scale), name  # geometry: labels follow
         if spec.policy:
             assert isinstance(spec.labels, Refuse), name
 
 
 KEEP = [n for n, s in CATALOG.items() if isinstance(s.labels, Keep) and s.cpu]
-MOVE = [n for n, s in CATALOG.items() if isinstance(s.labels, Warp | Flip) and s.cpu]
+MOVE = [n for n, s in CATALOG.items() if isinstance(s.labels, Warp | Flip | Scale) and s.cpu]
 REFUSE = [n for n, s in CATALOG.items() if isinstance(s.labels, Refuse) and s.cpu]
 
 
@@ -209,7 +209,10 @@ def chains(draw):
         params = {}
         for p in CATALOG[op].params:
             if p.kind == "float" and p.runtime and p.slider is not None:
-                params[p.name] = draw(st.floats(*p.slider).map(lambda v, p=p: p.coerce(v)))
+                lo, hi = p.slider
+                if op == "resize":  # no shrinking: a mask loses the object's edge to the
+                    lo = max(lo, H)  # coarser grid, and each later upscale magnifies that
+                params[p.name] = draw(st.floats(lo, hi).map(lambda v, p=p: p.coerce(v)))
         if op == "flip":
             params = {"horizontal": draw(st.booleans()), "vertical": draw(st.booleans())}
         steps.append(step(op, **params))
