@@ -30,7 +30,7 @@ from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 __all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
 SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision",
-            "albumentations", "widget", "gallery", "distribution", "browser", "labels")
+            "albumentations", "widget", "gallery", "distribution", "browser", "labels", "detection")
 
 
 def _to_host(out: Any, device: str) -> list[np.ndarray]:
@@ -249,6 +249,7 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
 
     from .browser_bench import bench_browser
     from .decode_bench import bench_decode
+    from .detection_bench import bench_detection
     from .distribution_bench import bench_distribution
     from .gallery_bench import bench_gallery
     from .labels_bench import bench_labels
@@ -256,7 +257,8 @@ def sections() -> dict[str, Callable[[str, bool], dict[str, Any]]]:
 
     return {**BUILTIN, "decode": bench_decode, "widget": bench_widget, "gallery": bench_gallery,
             "albumentations": bench_albumentations, "distribution": bench_distribution,
-            "browser": bench_browser, "labels": bench_labels}
+            "browser": bench_browser, "labels": bench_labels,
+            "detection": bench_detection}
 
 
 def run_bench(device: str = "cpu", as_json: bool = False, quick: bool = False,

@@ -71,7 +71,8 @@ def keypoint_table(annotations_file, masks=False, size_threshold=0.1):
 
 def keypoints_lookup(table):
     """The fn.python_function giving a sample (its labels, its image id) its keypoints;
-    ValueError when the reader's labels are not the table's (they would misalign)."""
+    ValueError when the reader's labels are not the table's (they would misalign).
+    ``lookup.batch`` does a whole batch in one call (``batch_processing=True``)."""
 
     def lookup(classes, image_id):
         image_id = int(np.asarray(image_id).reshape(-1)[0])
@@ -87,6 +88,10 @@ def keypoints_lookup(table):
             )
         return points
 
+    def batch(classes, image_ids):
+        return [lookup(classes[k], image_ids[k]) for k in range(len(classes))]
+
+    lookup.batch = batch
     return lookup
 
 

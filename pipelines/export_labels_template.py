@@ -61,7 +61,11 @@ def training_pipeline(
     )
     classes = fn.reshape(classes, shape=[-1])
     keypoints = fn.python_function(
-        classes, image_ids, function=keypoints_of, device="cpu"
+        classes,
+        image_ids,
+        function=keypoints_of.batch,
+        batch_processing=True,
+        device="cpu",
     )
 {mask_lines}    labels = ({names})
     images, labels = augment(images, labels, seed=aug_seed)
