@@ -22,7 +22,7 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from dali_gallery.pipelines.generated_module import import_source
-from tests.support import SAMPLES
+from tests.support import REPO, SAMPLES
 from tests.widgets.test_export_panel import pytorch_example
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
@@ -120,6 +120,10 @@ def test_training_output_is_on_previewed_and_exported_with_copyable_json_and_com
     page.locator(f"{B} .dg-output-show input").check()
     after = ui.wait_img_changed(page, before, tile, timeout_ms=90_000)
     assert Image.open(io.BytesIO(after)).size == (224, 224)  # the tail's crop
+    shots = REPO / "docs" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.locator(f"{B} .dg-output").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "output.png"))  # for the README
 
     export = page.locator(f"{B} .dg-export").first
     export.locator(".dg-cli pre", has_text="--tail").wait_for()
