@@ -149,9 +149,12 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     anchor, shape = fn.random_crop_generator(
         images.shape(), random_area=area, random_aspect_ratio=aspect, seed=seed
     )
-    window = fn.slice(images, start=anchor, shape=shape, axes=[0, 1])
-    out = fn.resize(window, size=[size, size], antialias=antialias)
-    origin = fn.cast(fn.stack(anchor[1], anchor[0]), dtype=types.FLOAT)
+    start = fn.cast(anchor, dtype=types.FLOAT)  # (y, x): the layout's order
+    end = start + fn.cast(shape, dtype=types.FLOAT)
+    out = fn.resize(  # the window resized in one step (no copy of the window)
+        images, size=[size, size], roi_start=start, roi_end=end, antialias=antialias
+    )
+    origin = fn.stack(start[1], start[0])
     extent = fn.cast(fn.stack(shape[1], shape[0]), dtype=types.FLOAT)
     m = fn.transforms.combine(
         fn.transforms.translation(offset=-origin),
