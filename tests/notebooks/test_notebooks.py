@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 PATHS = {"gallery.ipynb": REPO / "gallery" / "voila" / "gallery.ipynb",
          "builder.ipynb": NOTEBOOKS / "builder.ipynb",
-         "export_training.ipynb": NOTEBOOKS / "export_training.ipynb"}
+         "export_training.ipynb": NOTEBOOKS / "export_training.ipynb",
+         "detection.ipynb": NOTEBOOKS / "detection.ipynb"}
 TIMEOUT_S = 300
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -64,7 +65,8 @@ def _stream(nb: nbformat.NotebookNode) -> str:
                    for o in c.get("outputs", []) if o.get("output_type") == "stream")
 
 
-@pytest.mark.parametrize("name", ["gallery.ipynb", "builder.ipynb", "export_training.ipynb"])
+@pytest.mark.parametrize("name", ["gallery.ipynb", "builder.ipynb", "export_training.ipynb",
+                                  "detection.ipynb"])
 def test_notebook_runs(name, tmp_path):
     path = PATHS[name]
     assert path.exists(), f"{path.relative_to(REPO)} is missing"
@@ -83,6 +85,10 @@ def test_notebook_runs(name, tmp_path):
     if name == "export_training.ipynb":
         out = _stream(nb)
         assert "epoch 2: last loss" in out and "batch (8, 3, 64, 64)" in out
+    if name == "detection.ipynb":
+        out = _stream(nb)
+        assert "preview draw 0 for 4 images, boxes and labels: True" in out, out
+        assert "images (4, 3, 224, 224) boxes (4," in out, out
 
 
 @pytest.mark.parametrize("name", ["builder.ipynb", "export_training.ipynb"])
@@ -116,5 +122,5 @@ def test_a_missing_image_folder_fails_in_the_cell_that_names_it(tmp_path):
 
 
 def test_every_notebook_is_covered():
-    covered = {"gallery.ipynb", "builder.ipynb", "export_training.ipynb"}
+    covered = {"gallery.ipynb", "builder.ipynb", "export_training.ipynb", "detection.ipynb"}
     assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} <= covered
