@@ -39,6 +39,10 @@ RESERVED_NAMES = frozenset({
     "_auto_augment_runs", "_random_signs", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
+    # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
+    "_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
+    "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop", "LABEL_KEYS",
+    "keypoint_table", "keypoints_lookup", "pad_per_batch",
 })
 """Every other top-level name of the generated modules (a test keeps this list complete):
 a custom function, or a global it reads, by one of these names would replace the module's own."""

@@ -164,12 +164,11 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
 
 
 def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
-    """``fn.random_bbox_crop``'s window (every box overlapping it by at least ``min_iou``;
-    ``boxes`` None: no boxes, any window) cut with ``fn.slice``, and its pixel matrix."""
-    if boxes is None:
-        boxes = types.Constant(np.zeros((0, 4), np.float32))
+    """``fn.random_bbox_crop``'s window (every box overlapping it by at least
+    ``min_iou``) cut with ``fn.slice``, and its pixel matrix. ``boxes`` None (a chain
+    without labels): any window, and only the cut images are returned."""
     anchor, shape = fn.random_bbox_crop(
-        boxes,
+        types.Constant(np.zeros((0, 4), np.float32)) if boxes is None else boxes,
         bbox_layout="xyXY",
         thresholds=[min_iou],
         scaling=scaling,
@@ -184,6 +183,8 @@ def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
         normalized_shape=True,
         axis_names="WH",
     )
+    if boxes is None:
+        return out
     return out, fn.transforms.translation(offset=-anchor * _wh(images))
 
 

@@ -29,6 +29,8 @@ _IMPORT_RULES = ("the import rules: each torchvision / Albumentations transform 
 NAMES_ALLOWED = {
     "gallery/bench_reference.py": "the bench's hand-written plain-DALI reference (it must not be "
                                   "built from the catalog it measures)",
+    "gallery/detection_bench.py": "the detection bench's hand-written plain-DALI reference and "
+                                  "its torchvision twin (not built from the catalog)",
     **{f"pipelines/importers/{m}.py": _IMPORT_RULES for m in (
         "torchvision_geometry", "torchvision_warps", "torchvision_pixels", "torchvision_rules",
         "albumentations_geometry", "albumentations_warps", "albumentations_pixels",

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+import time
 
 import numpy as np
 import pytest
@@ -67,11 +68,18 @@ def test_annotated_samples_load_and_a_box_follows_a_rotation(app, ui):
     assert "cat" in labels.inner_text()
 
     ensure_rotate_step(page)  # a rotate step (from the gallery), the Builder tab shown
-    page.locator(".dg-builder .dg-tile-inspect").first.click()
     inspector = page.locator(".dg-builder .dg-inspector")
-    inspector.locator(".dg-inspector-labels").first.wait_for(timeout=60_000)
-    text = inspector.inner_text()
-    angle = float(re.search(r"angle=(-?\d+(?:\.\d+)?)", text).group(1))
+    deadline = time.monotonic() + 90
+    while True:  # until the tile inspected is the rotated render (it may still be rendering)
+        page.locator(".dg-builder .dg-tile-inspect").first.click()
+        inspector.locator(".dg-inspector-labels").first.wait_for(timeout=60_000)
+        text = inspector.inner_text()
+        found = re.search(r"angle=(-?\d+(?:\.\d+)?)", text)
+        if found or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(1000)
+    assert found, text
+    angle = float(found.group(1))
     assert abs(angle) >= 5, text  # the gallery's rotate column turns the image
     w0, h0, w1, h1 = (int(v) for v in SIZES.search(text).groups())
     rows = [line.split("\t") for line in text.splitlines() if line.count(",") == 6]

@@ -37,7 +37,7 @@ TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cu
              "_center", "_affine", "_perspective", "_const", "_bin", "_picked",
              "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
              "_auto_augment_policy", "_auto_augment_pick", "_auto_augment",
-             "_random_signs", "_auto_augment_stages", "_auto_augment_runs",
+             "_random_signs", "_auto_augment_stages", "_auto_augment_runs", "_bbox_crop", "_wh",
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",
              "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "batch_at",
