@@ -160,6 +160,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
                 when = "run time" if p.runtime else "build time"
                 print(f"    {p.name:22} {p.kind:5} default {p.default!s:10} {rng} {p.unit} "
                       f"({when})")
+            if op.labels is not None:
+                print(f"    labels: {op.labels.describe()}")
     return 0
 
 

@@ -99,3 +99,12 @@ def test_what_cannot_move_labels_is_refused_by_name(dataset, capsys):
                  str(annotations), "--device", "cpu", "--out", str(root / "w.png")]) == 2
     assert "(water) cannot be used with labels" in capsys.readouterr().err
 
+
+
+def test_the_operator_reference_says_what_each_operator_does_to_labels(capsys):
+    assert main(["ops", "--category", "distortion"]) == 0
+    out = capsys.readouterr().out
+    assert "labels: not label-aware: a non-rigid distortion" in out
+    assert main(["ops", "--json", "--category", "geometry"]) == 0
+    ops = {o["op"]: o for o in json.loads(capsys.readouterr().out)["operators"]}
+    assert ops["flip"]["labels"].startswith("boxes (fn.bb_flip)")
