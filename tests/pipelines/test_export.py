@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,10 +56,10 @@ def test_one_commented_block_per_step(full_code):
     compile(full_code, "augment.py", "exec")
 
 
-@pytest.mark.parametrize("line_length", ["88", "100"])
-def test_exported_code_is_formatted_and_ruff_clean(full_code, tmp_path, line_length):
-    path = tmp_path / "augment.py"
-    path.write_text(full_code)
+def assert_ruff_clean(code: str, folder: Path, line_length: str) -> None:
+    """The module as ``ruff format`` writes it and clean under ``ruff check``."""
+    path = folder / "augment.py"
+    path.write_text(code)
     fmt = subprocess.run([RUFF, "format", "--isolated", "--check", "--diff", "--line-length",
                           line_length, str(path)], capture_output=True, text=True)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
@@ -66,6 +67,11 @@ def test_exported_code_is_formatted_and_ruff_clean(full_code, tmp_path, line_len
                             "--line-length", line_length, str(path)],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.parametrize("line_length", ["88", "100"])
+def test_exported_code_is_formatted_and_ruff_clean(full_code, tmp_path, line_length):
+    assert_ruff_clean(full_code, tmp_path, line_length)
 
 
 def _assert_only_expected_statements(code: str) -> ast.Module:
@@ -266,15 +272,7 @@ def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
     _assert_only_expected_statements(code)
     assert "# step 0: one_of (pick 3 of 16, weights " in code and "_picked(keys_0, 15, 3)" in code
     assert "pick_1 = fn.random.choice(" in code
-    path = tmp_path / "augment.py"
-    path.write_text(code)
-    fmt = subprocess.run([RUFF, "format", "--isolated", "--check", "--diff", "--line-length",
-                          line_length, str(path)], capture_output=True, text=True)
-    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
-    check = subprocess.run([RUFF, "check", "--isolated", "--select", "E,F,W,I,B,UP,SIM",
-                            "--line-length", line_length, str(path)],
-                           capture_output=True, text=True)
-    assert check.returncode == 0, check.stdout
+    assert_ruff_clean(code, tmp_path, line_length)
     assert preset_from_module(code).to_dict() == load(GROUPED).to_dict()
     top = {n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)}
     assert "_picked" in top and top <= RESERVED_NAMES  # no custom function can replace it

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from dali_gallery.pipelines.label_code import LabelRefused, LabelSet
 from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.shards import shard_preset
 from tests.coco_scene import EMPTY, IDS, make_coco
+from tests.pipelines.test_export import assert_ruff_clean
 from tests.support import preset_dict
 
 RUFF = shutil.which("ruff") or "ruff"
@@ -155,13 +155,7 @@ def test_the_module_is_ruff_clean(tmp_path, masks):
     steps = CHAINS["random_steps"][0] + CHAINS["crop_paste"][0]  # a group, coins, a tail
     output = {"resize_shorter": 64, "crop": [48, 48], "mirror_probability": 0.5, **NORMALISE}
     code = export_code(load(preset_dict(steps, output=output)), labels=LabelSet(masks=masks))
-    whole = tmp_path / "whole.py"
-    whole.write_text(code)
-    lint = ["check", "--isolated", "--select", "E,F,W,I,B,UP,SIM"]
-    for args in (["format", "--isolated", "--check", "--diff"], lint):
-        run = subprocess.run([RUFF, *args, "--line-length", "88", str(whole)],
-                             capture_output=True, text=True)
-        assert run.returncode == 0, run.stdout + run.stderr
+    assert_ruff_clean(code, tmp_path, "88")
     assert "ltrb=True" in code and "relative to the output image (0..1)" in code
 
 
