@@ -39,7 +39,7 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
                 labels: LabelSet | None = None) -> str:
     """The standalone training module for a preset (validated first). With ``labels`` it
     reads a COCO dataset and moves its boxes, keypoints (and masks) with the pixels
-    (:mod:`pipelines.export_labels`); a step or tail that cannot is refused by name."""
+    (:mod:`pipelines.export_labels`); a step that cannot is refused by name."""
     preset = load(preset, catalog)
     finish = "    images = finish(images, seed=aug_seed)\n" if preset.output is not None else ""
     if labels is None:

@@ -232,8 +232,8 @@ def batch_at(
 
 # Training a detector with PyTorch: one process per GPU, e.g. torchrun
 # --nproc_per_node N train.py. A batch stacks into one tensor only when its images
-# share a size: end the chain with a step that sets it (the training tail's resize,
-# crop and mirror do not move labels, so they are refused; its normalisation is fine).
+# share a size: end the chain with a step that sets it, or a training tail that crops
+# (the tail's resize, centre crop and mirror move the labels too).
 # pad_labels=True pads the boxes and labels of a batch to its most boxes; labels -1
 # mark the padding.
 #
