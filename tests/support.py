@@ -87,3 +87,16 @@ def check_checkpoints_declaration(op: str, device: str, folder: Path) -> None:
     finally:
         del pipe
         modules.clear()
+
+
+def write_notebook(path: Path, *sources: str) -> Path:
+    """A notebook of one code cell per source, with the python3 kernelspec Voilà and
+    nbclient look for, written to ``path``."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+    return path

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from urllib.parse import urlparse
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 from PIL import Image
+
+from tests.support import write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -40,10 +40,7 @@ def test_run_draws_watch_the_bar_finish_and_see_the_histograms(voila_server, bro
                                                                 tmp_path):
     folder = tmp_path / "app"
     folder.mkdir()
-    nb = new_notebook(cells=[new_code_cell(NOTEBOOK)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, folder / "builder.ipynb")
+    write_notebook(folder / "builder.ipynb", NOTEBOOK)
     server = voila_server(notebook=folder / "builder.ipynb")
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(60_000)

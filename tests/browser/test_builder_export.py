@@ -15,14 +15,12 @@ import shutil
 from types import SimpleNamespace
 from urllib.parse import urlparse
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 from PIL import Image
 from playwright.sync_api import expect
 
 from dali_gallery.pipelines.generated_module import import_source
-from tests.support import REPO, SAMPLES
+from tests.support import REPO, SAMPLES, write_notebook
 from tests.widgets.test_export_panel import pytorch_example
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
@@ -61,10 +59,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         shutil.copy(path, folder / path.name)
     app = base / "app"
     app.mkdir()
-    nb = new_notebook(cells=[new_code_cell(NOTEBOOK)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, app / "builder.ipynb")
+    write_notebook(app / "builder.ipynb", NOTEBOOK)
     return SimpleNamespace(root=root, train=train, notebook=app / "builder.ipynb", base=base)
 
 

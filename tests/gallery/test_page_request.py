@@ -14,20 +14,11 @@ import pytest
 from dali_gallery.gallery import page_request
 from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV, when_claimed
 from dali_gallery.widgets import ui_thread
+from tests.widgets.test_page_ready import FakeLoop as PageReadyLoop
 
 
-class FakeLoop:
-    """The kernel's io_loop as far as these modules use it."""
-
-    def __init__(self) -> None:
-        self.callbacks: list = []
-        self.timers: list = []
-
-    def add_callback(self, fn) -> None:
-        self.callbacks.append(fn)
-
-    def call_later(self, delay, fn) -> None:
-        self.timers.append((delay, fn))
+class FakeLoop(PageReadyLoop):
+    """The kernel's io_loop as far as these modules use it, run until a condition holds."""
 
     def run_until(self, done, timeout: float = 10.0) -> None:
         """Run the callbacks threads hand to the main thread until ``done()``."""

@@ -20,13 +20,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
 
 from dali_gallery.gallery.serve import GALLERY_NOTEBOOK, voila_command
 from tests.browser.conftest import descendants, http_status, start_voila
-from tests.support import SAMPLES
+from tests.support import SAMPLES, write_notebook
 
 PAGES = 12
 POOL = 2
@@ -228,9 +226,7 @@ def test_a_pooled_kernel_learns_its_own_pages_query_where_the_server_listens(tmp
     pages lost their links. Two pages, two kernels, each with its own query string."""
     notebook = tmp_path / "nb" / "probe.ipynb"
     notebook.parent.mkdir()
-    nb = new_notebook(cells=[new_code_cell(PROBE)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(nb, notebook)
+    write_notebook(notebook, PROBE)
     server = start_voila(notebook, tmp_path / "server", host="127.0.0.2", pool_size=POOL)
     try:
         wait_pool_filled(server)
