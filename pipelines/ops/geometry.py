@@ -9,6 +9,12 @@ from ..params import Param, fill, interp, unit_interval
 
 _SIZE = dict(bounds=(8, 4096), slider=(32, 512), step=1, unit="px")
 
+
+def ordered(low: str, high: str) -> Constraint:
+    """``low`` must not exceed ``high`` (the two ends of a range drawn from)."""
+    return Constraint((low, high), lambda v: v[low] <= v[high],
+                      f"{low} must not exceed {high}")
+
 OPS = [
     OpSpec(
         "rotate",
@@ -163,10 +169,8 @@ OPS = [
         labels=Warp(call="_resized_crop({x}, {size}, [{area_min}, {area_max}], "
                          "[{aspect_min}, {aspect_max}], {antialias}, {seed})"),
         constraints=(
-            Constraint(("area_min", "area_max"), lambda v: v["area_min"] <= v["area_max"],
-                       "area_min must not exceed area_max"),
-            Constraint(("aspect_min", "aspect_max"), lambda v: v["aspect_min"] <= v["aspect_max"],
-                       "aspect_min must not exceed aspect_max"),
+            ordered("area_min", "area_max"),
+            ordered("aspect_min", "aspect_max"),
         ),
         aliases=("RandomResizedCrop", "RandomSizedCrop", "Inception crop"),
     ),
@@ -195,10 +199,8 @@ OPS = [
         labels=Warp(call="_bbox_crop({x}, boxes, [{scale_min}, {scale_max}], "
                          "[{aspect_min}, {aspect_max}], {min_iou}, {seed})"),
         constraints=(
-            Constraint(("scale_min", "scale_max"), lambda v: v["scale_min"] <= v["scale_max"],
-                       "scale_min must not exceed scale_max"),
-            Constraint(("aspect_min", "aspect_max"), lambda v: v["aspect_min"] <= v["aspect_max"],
-                       "aspect_min must not exceed aspect_max"),
+            ordered("scale_min", "scale_max"),
+            ordered("aspect_min", "aspect_max"),
         ),
         aliases=("RandomIoUCrop", "RandomSizedBBoxSafeCrop", "BBoxSafeRandomCrop", "SSD crop",
                  "detection crop"),
