@@ -277,6 +277,25 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
     return 0
 
 
+def _label_drawer(render, engine, annotations):
+    """Draws each grid tile's labels (the original's as annotated, each draw's as the chain
+    moved them) with the builder's drawing code."""
+    from dali_gallery.widgets.label_overlay import TileLabels, draw_labels
+
+    names = {c.id: c.name for c in annotations.categories.values()}
+    inputs = engine.labels or []
+
+    def decorate(image: int, column: int, tile):
+        labels = inputs[image] if column == 0 else \
+            render.labels[(column - 1) * render.n_images + image].labels
+        if tile.ndim != 3 or tile.shape[-1] != 3:  # a CHW or normalised tail: shown as is
+            return tile
+        return draw_labels(tile, TileLabels(labels.boxes, labels.classes, labels.keypoints,
+                                            labels.mask), names)
+
+    return decorate
+
+
 def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
     """``render --annotations``: the preview of a COCO dataset, images in the reader's order
     with their labels; draw 0 is the exported module's first batch with labels."""
@@ -294,7 +313,8 @@ def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
         _print_problems(batch.problems)
         render = engine.render(shard_preset(preset, args.shard), draws=args.draws,
                                tail=args.tail)
-        grid_image(render, engine.images, preset).save(args.out)
+        grid_image(render, engine.images, preset,
+                   decorate=_label_drawer(render, engine, batch.annotations)).save(args.out)
         if args.npz:
             moved = [out.labels for out in render.labels or []][: render.n_images]
             save_label_npz(args.npz, render.first_draw(), label_columns(moved))

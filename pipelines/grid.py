@@ -6,6 +6,7 @@ labels, so a PNG of the grid can be shared or attached to an issue.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,14 @@ def fired_label(render: Render, preset: Preset, image: int, draw: int) -> str:
     return ", ".join(names) or "-"
 
 
+Decorate = Callable[[int, int, np.ndarray], np.ndarray]
+"""(image, column, tile) -> the tile to show (column 0: the original, then draw + 1)."""
+
+
 def grid_image(render: Render, originals: list[np.ndarray], preset: Preset,
-               tile: int = 192) -> Image.Image:
-    """Rows are images; the first column is the original, then one column per draw."""
+               tile: int = 192, decorate: Decorate | None = None) -> Image.Image:
+    """Rows are images; the first column is the original, then one column per draw.
+    ``decorate`` draws on each tile first (the CLI draws labels with it)."""
     cols = render.draws + 1
     rows = render.n_images
     sheet = Image.new("RGB", (cols * tile, rows * (tile + LABEL_H)), (32, 32, 32))
@@ -45,7 +51,7 @@ def grid_image(render: Render, originals: list[np.ndarray], preset: Preset,
         cells += [(render.tile(i, d), fired_label(render, preset, i, d))
                   for d in range(render.draws)]
         for c, (img, label) in enumerate(cells):
-            pic = Image.fromarray(to_display(img))
+            pic = Image.fromarray(to_display(img if decorate is None else decorate(i, c, img)))
             pic.thumbnail((tile, tile))
             x = c * tile
             sheet.paste(pic, (x + (tile - pic.width) // 2, y + LABEL_H + (tile - pic.height) // 2))

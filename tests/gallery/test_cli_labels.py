@@ -108,3 +108,22 @@ def test_the_operator_reference_says_what_each_operator_does_to_labels(capsys):
     assert main(["ops", "--json", "--category", "geometry"]) == 0
     ops = {o["op"]: o for o in json.loads(capsys.readouterr().out)["operators"]}
     assert ops["flip"]["labels"].startswith("boxes (fn.bb_flip)")
+
+
+def test_the_grid_draws_each_tiles_labels(dataset, tmp_path):
+    """Originals with their annotations, each draw with the labels as the chain moved them,
+    in the builder's colours; the same grid without annotations has none of them."""
+    from PIL import Image
+
+    from dali_gallery.widgets.label_overlay import category_colour
+
+    root, images, annotations, preset = dataset
+    assert render_npz(dataset, annotations, tmp_path / "b.npz") == 0
+    grid = np.asarray(Image.open(root / "grid.png").convert("RGB")).astype(int)
+    assert main(["render", str(preset), "--images", str(images), "--device", "cpu",
+                 "--draws", "1", "--out", str(tmp_path / "plain.png")]) == 0
+    plain = np.asarray(Image.open(tmp_path / "plain.png").convert("RGB")).astype(int)
+    for category in (3, 11):
+        colour = np.array(category_colour(category))
+        assert (np.abs(grid - colour).max(axis=2) < 8).sum() > 20, category
+        assert (np.abs(plain - colour).max(axis=2) < 8).sum() < 5, category
