@@ -142,15 +142,27 @@ def default_path() -> Path | None:
         return None
     if value:
         return Path(value).expanduser()
-    from jupyter_core.paths import jupyter_data_dir
-
-    folder = Path(jupyter_data_dir()) / "dali-gallery" / "autosave"
+    folder = _jupyter_data_dir() / "dali-gallery" / "autosave"
     notebook = os.environ.get(SESSION_ENV, "")
     if not notebook:
         return folder / "builder.json"
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(notebook).stem)[:40].strip("._") or "notebook"
     digest = hashlib.sha256(os.fsencode(notebook)).hexdigest()[:12]
     return folder / f"{stem}-{digest}.json"
+
+
+def _jupyter_data_dir() -> Path:
+    """Jupyter's data folder; without ``jupyter_core`` (a builder in a plain Python process,
+    a GPU machine with the widget stack only) the same rule jupyter_core applies on Linux:
+    ``$JUPYTER_DATA_DIR``, else ``$XDG_DATA_HOME/jupyter``, else ``~/.local/share/jupyter``."""
+    try:
+        from jupyter_core.paths import jupyter_data_dir
+    except ImportError:
+        if os.environ.get("JUPYTER_DATA_DIR"):
+            return Path(os.environ["JUPYTER_DATA_DIR"]).expanduser()
+        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(xdg).expanduser() / "jupyter"
+    return Path(jupyter_data_dir())
 
 
 def autosave_for(setting: str | os.PathLike[str] | bool | None) -> Autosave | None:

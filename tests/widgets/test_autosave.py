@@ -219,3 +219,24 @@ def test_a_folder_other_users_can_write_to_turns_autosave_off(user_data):
         assert list(folder.iterdir()) == []
     finally:
         b.close()
+
+
+def test_without_jupyter_core_the_default_follows_its_linux_rule(user_data, tmp_path,
+                                                                monkeypatch):
+    """A builder in a plain Python process without jupyter_core (the GPU machine's bench ran
+    one) still finds its default file: $JUPYTER_DATA_DIR, else $XDG_DATA_HOME/jupyter."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jupyter_core.paths", None)  # import fails
+    monkeypatch.delenv(SESSION_ENV)
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jd"))
+    assert default_path() == tmp_path / "jd" / "dali-gallery" / "autosave" / "builder.json"
+    monkeypatch.delenv("JUPYTER_DATA_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_path() == tmp_path / "xdg" / "jupyter" / "dali-gallery" / "autosave" / \
+        "builder.json"
+    b = make_builder()
+    try:
+        assert b.autosave is not None and b.autosave.path.parent.parent.parent.name == "jupyter"
+    finally:
+        b.close()
