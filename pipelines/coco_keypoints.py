@@ -9,7 +9,7 @@ training's are the same bits. :func:`keypoints_lookup` is the ``fn.python_functi
 gives each sample its table entry, after checking that the reader's labels are the table's:
 a file the two read differently is refused by image id, never misaligned.
 
-Both functions are embedded verbatim in the exported module (:data:`EMBEDDED`, no type hints,
+The functions are embedded verbatim in the exported module (:data:`EMBEDDED`, no type hints,
 like :mod:`pipelines.shards`), and the tests call them here.
 """
 
@@ -95,5 +95,10 @@ def keypoints_lookup(table):
     return lookup
 
 
-EMBEDDED = (keypoint_table, keypoints_lookup)
+def keypoint_count(table):
+    """The most keypoints any box of the file has (0: the pipeline needs no lookup)."""
+    return max((points.shape[1] for _, points in table.values()), default=0)
+
+
+EMBEDDED = (keypoint_table, keypoints_lookup, keypoint_count)
 """Functions the exported module with labels carries verbatim."""

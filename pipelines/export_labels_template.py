@@ -60,13 +60,17 @@ def training_pipeline(
         jpegs, device=dec, output_type=types.RGB, hw_decoder_load=hw_decoder_load
     )
     classes = fn.reshape(classes, shape=[-1])
-    keypoints = fn.python_function(
-        classes,
-        image_ids,
-        function=keypoints_of.batch,
-        batch_processing=True,
-        device="cpu",
-    )
+    if keypoints_of is None:  # a file without keypoints: (N, 0, 3), no Python step
+        keypoints = fn.expand_dims(fn.cast(classes, dtype=types.FLOAT), axes=[1, 2])
+        keypoints = fn.pad(keypoints[:, 0:0], axes=[2], shape=[3])
+    else:
+        keypoints = fn.python_function(
+            classes,
+            image_ids,
+            function=keypoints_of.batch,
+            batch_processing=True,
+            device="cpu",
+        )
 {mask_lines}    labels = ({names})
     images, labels = augment(images, labels, seed=aug_seed)
 {finish}    if pad_labels:
@@ -137,7 +141,7 @@ def create_pipeline(
     return training_pipeline(
         file_root=os.fsdecode(file_root),
         annotations_file=os.fsdecode(annotations_file),
-        keypoints_of=keypoints_lookup(table),
+        keypoints_of=keypoints_lookup(table) if keypoint_count(table) else None,
         aug_seed=aug_seed,
         shard_id=shard_id,
         num_shards=num_shards,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .labels import DEFAULT_MIN_KEPT, Flip, Keep, Refuse, Scale, Warp
+from .labels import DEFAULT_MIN_KEPT, BoxCrop, Flip, Keep, Refuse, Scale, Warp
 from .opspec import PLACEHOLDER, OpSpec
 from .preset import Preset
 
@@ -58,8 +58,9 @@ def hoisted(spec: OpSpec, args: dict[str, str], tag: str) -> list[str]:
     once in a graph); updates ``args`` in place and returns the binding lines."""
     rule = spec.labels
     used = set()
-    if isinstance(rule, Warp):
-        used = set(PLACEHOLDER.findall(rule.matrix or rule.call))
+    if isinstance(rule, Warp | BoxCrop):
+        used = set(PLACEHOLDER.findall(rule.call if isinstance(rule, BoxCrop)
+                                       else rule.matrix or rule.call))
     elif isinstance(rule, Flip):
         used = set(PLACEHOLDER.findall(rule.horizontal + rule.vertical))
     lines = []
@@ -92,6 +93,12 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
             lines.append(f"masks = {spec.call_source({**args, 'x': 'masks'})}")
         lines.append(f"boxes, keypoints = _flip_labels(boxes, keypoints, {h}, {v})")
         return lines, False
+    if isinstance(rule, BoxCrop):
+        names = "images, boxes, classes, keypoints, kept_" + tag + (", masks" if labels.masks
+                                                                   else "")
+        fill = {**args, "min_kept": repr(labels.min_kept),
+                "masks": "masks" if labels.masks else "None"}
+        return [f"{names} = {_fill(rule.call, fill)}"], True
     if not isinstance(rule, Warp):
         raise TypeError(f"{spec.name}: no label lines for {type(rule).__name__}")
     before = f"before_{tag}"

@@ -13,6 +13,7 @@ by DALI's ``fn.transforms``; points move through them in one NumPy step per movi
 from __future__ import annotations
 
 import numpy as np
+import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 
 from .graph_helpers import _node
@@ -188,6 +189,71 @@ def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
     return out, fn.transforms.translation(offset=-anchor * _wh(images))
 
 
+def _bbox_crop_labels(
+    images,
+    boxes,
+    classes,
+    keypoints,
+    scaling,
+    aspect,
+    min_iou,
+    min_kept,
+    seed,
+    masks=None,
+):
+    """:func:`_bbox_crop` with DALI's own box outputs, and no Python step: the
+    window is cut from the images (and masks) with ``fn.slice``, and
+    ``fn.random_bbox_crop`` crops the boxes to it, makes them relative to it and drops
+    those keeping less than ``min_kept`` of their area (``bbox_prune_threshold``).
+    The classes and the keypoints (their float32 bits as int32) ride along as the
+    boxes' label columns, so they drop with them; the keypoints then move into the
+    window. Returns the images, boxes, classes, keypoints, the kept fraction of each
+    box that entered, and the masks when given."""
+    k = keypoints.shape(dtype=types.INT32)
+    bits = fn.reinterpret(keypoints, dtype=types.INT32)
+    columns = fn.cat(
+        fn.expand_dims(classes, axes=[1]),
+        fn.reshape(bits, shape=fn.stack(k[0], k[1] * 3)),
+        axis=1,
+    )
+    anchor, shape, out_boxes, out_columns = fn.random_bbox_crop(
+        boxes,
+        columns,
+        bbox_layout="xyXY",
+        thresholds=[min_iou],
+        scaling=scaling,
+        aspect_ratio=aspect,
+        bbox_prune_threshold=min_kept,
+        seed=seed,
+    )
+
+    def cut(x):
+        return fn.slice(
+            x,
+            anchor,
+            shape,
+            normalized_anchor=True,
+            normalized_shape=True,
+            axis_names="WH",
+        )
+
+    n = out_columns.shape(dtype=types.INT32)[0]
+    points = fn.reinterpret(out_columns[:, 1:], dtype=types.FLOAT)
+    points = fn.reshape(points, shape=fn.stack(n, k[1], 3))
+    one = types.Constant(1.0, dtype=types.FLOAT)
+    zero = types.Constant(0.0, dtype=types.FLOAT)
+    scale = fn.stack(1.0 / shape[0], 1.0 / shape[1], one)
+    points = points * scale - fn.stack(anchor[0], anchor[1], zero) * scale
+    end = anchor + shape
+    width = dmath.min(boxes[:, 2], end[0]) - dmath.max(boxes[:, 0], anchor[0])
+    height = dmath.min(boxes[:, 3], end[1]) - dmath.max(boxes[:, 1], anchor[1])
+    inside = dmath.max(width, 0.0) * dmath.max(height, 0.0)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    kept = inside / dmath.max(area, 1e-12)
+    out = (cut(images), out_boxes, out_columns[:, 0], points, kept)
+    return out if masks is None else (*out, cut(masks))
+
+
 HELPERS = (
     "_wh",
     "_moved",
@@ -199,6 +265,7 @@ HELPERS = (
     "_shift_matrix",
     "_resized_crop",
     "_bbox_crop",
+    "_bbox_crop_labels",
 )
 DEPS = {
     "_move_labels": ("_moved",),

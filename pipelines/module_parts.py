@@ -87,6 +87,8 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     if std:
         lines += sorted(set(std), key=_import_order) + [""]
     third = [e for e in extra if e not in std]
+    if re.search(r"\bdmath\.", code):
+        third.append("import nvidia.dali.math as dmath")
     if re.search(r"\bnp\.", code):
         third.append("import numpy as np")
     lines += sorted(set(third), key=_import_order)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..canvas import Fixed, Grow, Rotated, Shorter, Window
-from ..labels import Flip, Scale, Warp
+from ..labels import BoxCrop, Flip, Scale, Warp
 from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
 
@@ -196,8 +196,9 @@ OPS = [
         canvas=Window(),
         # no one schema: random_bbox_crop (CPU) draws the window, slice (CPU, GPU) cuts it
         # the window is drawn from the boxes themselves when labels are in the chain
-        labels=Warp(call="_bbox_crop({x}, boxes, [{scale_min}, {scale_max}], "
-                         "[{aspect_min}, {aspect_max}], {min_iou}, {seed})"),
+        labels=BoxCrop("_bbox_crop_labels({x}, boxes, classes, keypoints, "
+                       "[{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], {min_iou}, "
+                       "{min_kept}, {seed}, masks={masks})"),
         constraints=(
             ordered("scale_min", "scale_max"),
             ordered("aspect_min", "aspect_max"),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.label_render import SampleLabels
-from dali_gallery.pipelines.labels import Flip, Keep, Refuse, Scale, Warp
+from dali_gallery.pipelines.labels import BoxCrop, Flip, Keep, Refuse, Scale, Warp
 from dali_gallery.pipelines.preset import Group, Preset, PresetError, Step, Uniform, load
 
 H, W = 96, 160
@@ -88,13 +88,14 @@ def test_every_entry_declares_what_it_does_to_labels():
         assert spec.labels is not None, name
         assert spec.labels.describe(), name
         if spec.category == "geometry":
-            assert isinstance(spec.labels, Warp | Flip | Scale), name  # geometry: labels follow
+            assert isinstance(spec.labels, Warp | BoxCrop | Flip | Scale), name  # labels follow
         if spec.policy:
             assert isinstance(spec.labels, Refuse), name
 
 
 KEEP = [n for n, s in CATALOG.items() if isinstance(s.labels, Keep) and s.cpu]
-MOVE = [n for n, s in CATALOG.items() if isinstance(s.labels, Warp | Flip | Scale) and s.cpu]
+MOVING = Warp | BoxCrop | Flip | Scale
+MOVE = [n for n, s in CATALOG.items() if isinstance(s.labels, MOVING) and s.cpu]
 REFUSE = [n for n, s in CATALOG.items() if isinstance(s.labels, Refuse) and s.cpu]
 
 

@@ -12,6 +12,7 @@ from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import PresetError, load
+from dali_gallery.pipelines.step_error import StepError
 from tests.support import CPU_OPS, SAMPLES, first_batch, one_step, preset_dict, random_value
 
 N = 6
@@ -44,7 +45,14 @@ def test_every_operator_alone_matches_export(engine, tmp_path, name):
     spec = CATALOG[name]
     preset = one_step(name, probability=0.5 if not spec.policy else 1.0,
                       **random_value(spec))
-    render = engine.render(preset, draws=2)
+    try:
+        render = engine.render(preset, draws=2)
+    except StepError as e:
+        # a window larger than the image with out_of_bounds_policy "error" is the user's
+        # choice that DALI enforces at render time: the step that asked for it is named
+        step = preset.steps[e.step] if e.step is not None else None
+        assert step is not None and step.params.get("out_of_bounds_policy") == "error", e
+        assume(False)
     assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
 
 
@@ -106,12 +114,22 @@ def steps(draw: st.DrawFn) -> dict:
                  "params": {"angle": {"uniform": [0.0, 71.3]}, "keep_size": False}},
                 {"op": "auto_aug.shear_y", "probability": 1.0, "params": {"random_sign": False}}],
          seed=0)
+@example(chain=[{"op": "crop", "probability": 1.0,  # a window wider than the 384 px samples
+                  "params": {"crop_h": 192.0, "crop_w": 385.0, "out_of_bounds_policy": "error"}}],
+         seed=0)
 def test_random_chains_match_export(engine, tmp_path, chain, seed):
     try:
         preset = load(preset_dict(chain, seed=seed))
     except PresetError:
         assume(False)
-    render = engine.render(preset, draws=2)
+    try:
+        render = engine.render(preset, draws=2)
+    except StepError as e:
+        # a window larger than the image with out_of_bounds_policy "error" is the user's
+        # choice that DALI enforces at render time: the step that asked for it is named
+        step = preset.steps[e.step] if e.step is not None else None
+        assert step is not None and step.params.get("out_of_bounds_policy") == "error", e
+        assume(False)
     assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
 
 
@@ -138,7 +156,14 @@ BLUR = {"op": "gaussian_blur", "params": {"sigma": 1.5}}
 ], ids=["one-weighted", "one-equal", "two-weighted", "two-uniform", "all", "disabled-child"])
 def test_groups_match_export(engine, tmp_path, group):
     preset = load(preset_dict([BLUR, group, {**HUE, "probability": 0.5}], seed=13))
-    render = engine.render(preset, draws=2)
+    try:
+        render = engine.render(preset, draws=2)
+    except StepError as e:
+        # a window larger than the image with out_of_bounds_policy "error" is the user's
+        # choice that DALI enforces at render time: the step that asked for it is named
+        step = preset.steps[e.step] if e.step is not None else None
+        assert step is not None and step.params.get("out_of_bounds_policy") == "error", e
+        assume(False)
     assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
 
 
@@ -162,5 +187,12 @@ def test_random_chains_with_groups_match_export(engine, tmp_path, chain, seed):
         preset = load(preset_dict(chain, seed=seed))
     except PresetError:
         assume(False)
-    render = engine.render(preset, draws=2)
+    try:
+        render = engine.render(preset, draws=2)
+    except StepError as e:
+        # a window larger than the image with out_of_bounds_policy "error" is the user's
+        # choice that DALI enforces at render time: the step that asked for it is named
+        step = preset.steps[e.step] if e.step is not None else None
+        assert step is not None and step.params.get("out_of_bounds_policy") == "error", e
+        assume(False)
     assert_same(render.first_draw(), first_batch(preset, SAMPLES, N, tmp_path))
