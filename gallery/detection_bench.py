@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dali_gallery.pipelines.codegen import seed_slot
+from dali_gallery.pipelines.device import HW_DECODER_LOAD
 from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.graph_helpers import _op_seed
 from dali_gallery.pipelines.preset import load_file
@@ -62,7 +63,9 @@ def _seed(step: int, k: int) -> int:
 
 def hand_written(root: Path, annotations: Path, batch: int, threads: int, device: str) -> Any:
     """The same chain as DALI's detection example writes it (``random_bbox_crop`` with its
-    own box outputs, pruning boxes that keep less than a quarter of their area, ``bb_flip``)."""
+    own box outputs, pruning boxes that keep less than a quarter of their area, ``bb_flip``),
+    decoding with the export's hardware-decoder share (on a GPU, nvJPEG's hardware and CUDA
+    decoders differ by a few grey levels, so any other share gives other pixels)."""
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(batch_size=batch, num_threads=threads,
@@ -72,7 +75,7 @@ def hand_written(root: Path, annotations: Path, batch: int, threads: int, device
             file_root=str(root), annotations_file=str(annotations), ltrb=True, ratio=True,
             skip_empty=False, random_shuffle=False, name="Reader")
         images = fn.decoders.image(jpegs, device="mixed" if device == "gpu" else "cpu",
-                                   output_type=types.RGB)
+                                   output_type=types.RGB, hw_decoder_load=HW_DECODER_LOAD)
         anchor, shape, boxes, labels = fn.random_bbox_crop(
             boxes, labels, bbox_layout="xyXY", thresholds=[0.3], scaling=[0.3, 1.0],
             aspect_ratio=[0.5, 2.0], bbox_prune_threshold=0.25, seed=_seed(0, 99))

@@ -3,9 +3,9 @@
 One generator serves both the preview and the export, so they cannot drift apart:
 
 * ``mode="export"`` writes every value as a literal: the training code a user reads.
-* ``mode="preview"`` replaces run-time parameters and probabilities by named
-  ``fn.external_source`` feeds (``P(name, dtype)``), so moving a slider changes fed values, not the
-  source text. The source text is the preview's structure key: same text, same pipeline.
+* ``mode="preview"`` replaces run-time parameters and probabilities by fed values (``P(name,
+  dtype)``, :mod:`pipelines.fed_values`), so moving a slider changes fed values, not the source
+  text. The source text is the preview's structure key: same text, same pipeline.
 
 Every random node has an explicit seed derived from the chain seed and the step's position
 (``_op_seed``), so adding, removing or re-weighting one step never changes another step's draws.
@@ -23,6 +23,7 @@ from .catalog import CATALOG, Catalog, OpSpec
 from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
 from .draws import FIRST_SLOT as DRAW_SLOT
+from .fed_values import layout, module_source
 from .label_code import LabelSet, hoisted, return_line, step_label_lines, unfired_kept
 from .module_parts import (
     custom_imports,
@@ -58,6 +59,7 @@ class Feed:
     kind: Literal["value", "range", "probability", "weights", "exponent"]
     child: int | None = None
     """The child of group ``step`` whose value this is (None: the step's, or the group's)."""
+    width: int = 0  # 0: one number per sample, else a vector (a range, a group's weights)
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         if isinstance(value, Uniform):
             if mode == "preview":
                 name = feed_name(at.step, p.name, "range", at.child)
-                chain.feeds.append(Feed(name, at.step, p.name, "FLOAT", "range", at.child))
+                chain.feeds.append(Feed(name, at.step, p.name, "FLOAT", "range", at.child, 2))
                 rng = f'P("{name}", types.FLOAT)'
             else:
                 rng = f"[{_num(p, value.lo)}, {_num(p, value.hi)}]"
@@ -305,7 +307,7 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
         p = ""
         if weighted and mode == "preview":
             name = feed_name(i, "weights")
-            chain.feeds.append(Feed(name, i, "weights", "FLOAT", "weights"))
+            chain.feeds.append(Feed(name, i, "weights", "FLOAT", "weights", None, len(active)))
             p = f', p=P("{name}", types.FLOAT)'
         elif weighted:
             p = ", p=[" + ", ".join(repr(w) for w in group.normalised_weights()) + "]"
@@ -372,8 +374,7 @@ def _set_module_lines(chain: Chain, lines: list[int]) -> None:
 
 
 _MODULES: OrderedDict[tuple[Any, ...], tuple[str, list[int]]] = OrderedDict()
-_MODULES_LOCK = threading.Lock()
-_MODULES_MAX = 128
+_MODULES_LOCK, _MODULES_MAX = threading.Lock(), 128
 
 
 def _preview_source(chain: Chain, finish: tuple[str, ...] | None,
@@ -386,8 +387,7 @@ def _preview_source(chain: Chain, finish: tuple[str, ...] | None,
     if finish is not None:
         parts.append(function("finish", "images, seed" + (", labels" if chain.labels else ""),
                               "The training tail.", list(finish)))
-    feed = ('def P(name, dtype):\n    """A value fed by the preview at run time."""\n'
-            "    return fn.external_source(name=name, dtype=dtype)")
+    feed = module_source(layout(chain.feeds))
     code = "\n\n\n".join(parts)
     helpers = helper_source(used_helpers(code))
     before = "\n\n\n".join(x for x in (feed, helpers, custom) if x)

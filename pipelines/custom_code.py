@@ -23,7 +23,7 @@ from .code_format import LINE_LIMIT, format_statement, split_string
 
 RESERVED_MODULES: dict[str, str] = {
     "argparse": "argparse", "json": "json", "os": "os", "tempfile": "tempfile", "np": "numpy",
-    "fn": "nvidia.dali.fn", "types": "nvidia.dali.types",
+    "fn": "nvidia.dali.fn", "types": "nvidia.dali.types", "dmath": "nvidia.dali.math",
 }
 """Names the generated modules import themselves, and the module each one is: a function may
 read such a name only as that very module (the module's own import line then serves both).
@@ -32,7 +32,7 @@ policies use (``catalog.AUTO_AUG_MODULES``)."""
 
 RESERVED_NAMES = frozenset({
     "pipeline_def", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS",
-    "PRESET_JSON", "P", "_op_seed", "_vec", "_inputs", "_node", "_center", "_affine",
+    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_op_seed", "_vec", "_inputs", "_node", "_center", "_affine",
     "_perspective", "_const", "_bin", "_picked", "_checked", "augment", "finish",
     "select", "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
     "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "_auto_augment_stages",
@@ -41,8 +41,8 @@ RESERVED_NAMES = frozenset({
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
     # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
     "_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
-    "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop", "LABEL_KEYS",
-    "keypoint_table", "keypoints_lookup", "pad_per_batch",
+    "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop", "_bbox_crop_labels",
+    "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",
 })
 """Every other top-level name of the generated modules (a test keeps this list complete):
 a custom function, or a global it reads, by one of these names would replace the module's own."""

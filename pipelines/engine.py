@@ -32,13 +32,15 @@ from .codegen import Chain, feed_name, preview_module
 from .custom_budget import check_custom_time
 from .device import Device, resolve
 from .display import encode_tiles
+from .fed_values import layout, pack
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_feeds, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
 from .pipeline_cache import PipelineCache
-from .preset import Preset, Step, load
+from .preset import Preset, Step
 from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, feed_values
-from .render_budget import check_render
+from .render_budget import check_render, plan_render
+from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
 from .step_error import StepError, name_step
 
@@ -85,6 +87,7 @@ class PreviewEngine:
         self._pipes: OrderedDict[tuple[Any, ...], _Built] = OrderedDict()
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
         self._modules = ChainModules(self._dir)
+        self._memo = RenderMemo()
 
     # ---- images -------------------------------------------------------------------------------
 
@@ -141,7 +144,8 @@ class PreviewEngine:
         ``advance=True`` goes on from the random state the pipeline's previous render left
         instead of restarting it: the next batch of the same stream, from the same build
         (the distribution view collects hundreds of draws this way)."""
-        preset = load(preset, self.catalog)  # validates a Preset built in code too
+        # validates a Preset built in code too (once per document: see render_memo)
+        preset, key = self._memo.preset(preset, self.catalog)
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
         labels = None
         if self._labels is not None:
@@ -161,19 +165,29 @@ class PreviewEngine:
             for refused in refusals(preset, self.catalog)[:1]:
                 raise StepError(str(refused), refused.step, refused.op)
             chain_labels = label_set(labels, self.min_kept)
-        check_custom_time(preset, arrays, draws, overrides=_override,
-                          catalog=self.catalog)  # Python operators' time, before DALI runs
+        sized = None if key is None or _override else (key, tuple(a.shape for a in arrays),
+                                                         draws, tail)
+        self._memo.derived(  # Python operators' time, before DALI runs
+            None if sized is None else ("custom time", *sized),
+            lambda: check_custom_time(preset, arrays, draws, overrides=_override,
+                                      catalog=self.catalog))
+        plan = self._memo.derived(
+            None if sized is None else ("plan", *sized),
+            lambda: plan_render(preset, [a.shape[:2] for a in arrays], draws,
+                                tail=tail, overrides=_override, catalog=self.catalog))
         check_render(self, preset, arrays, draws, tail=tail, overrides=_override,
-                     catalog=self.catalog)  # pixel budgets, before any DALI work
+                     catalog=self.catalog, plan=plan)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
-        built, was_built = self._pipeline(preset, batch, tail, chain_labels)
+        module_key = None if key is None else ("module", key, tail, chain_labels)
+        built, was_built = self._pipeline(preset, batch, tail, chain_labels, module_key)
         if built.checkpoint is None and built.runs > 0 and not advance:  # fresh RNG state
             self._discard(built)
-            built, was_built = self._pipeline(preset, batch, tail, chain_labels)
+            built, was_built = self._pipeline(preset, batch, tail, chain_labels, module_key)
         built.runs += 1
-        feeds = feed_values(preset, built.chain.feeds, batch)
+        values = feed_values(preset, built.chain.feeds, batch)
         for name, vals in (_override or {}).items():
-            feeds[name] = vals.astype(feeds[name].dtype)
+            values[name] = vals.astype(values[name].dtype)
+        feeds: dict[str, Any] = pack(values, layout(built.chain.feeds), batch)
         feeds["images"] = [arrays[j % n] for j in range(batch)]
         if labels is not None and chain_labels is not None:
             feeds.update(label_feeds(labels, batch, chain_labels.masks))
@@ -246,9 +260,11 @@ class PreviewEngine:
                                 "previewed here (disable it to preview the rest)", i, step.op)
 
     def _pipeline(self, preset: Preset, batch: int, tail: bool,
-                  labels: LabelSet | None = None) -> tuple[_Built, bool]:
-        code, chain = preview_module(preset, tail=tail and preset.output is not None,
-                                     catalog=self.catalog, labels=labels)
+                  labels: LabelSet | None = None,
+                  memo_key: tuple[Any, ...] | None = None) -> tuple[_Built, bool]:
+        code, chain = self._memo.derived(
+            memo_key, lambda: preview_module(preset, tail=tail and preset.output is not None,
+                                             catalog=self.catalog, labels=labels))
         key = (code, preset.seed, batch, tail)
         if key in self._pipes:
             self._pipes.move_to_end(key)

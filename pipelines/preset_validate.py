@@ -53,13 +53,13 @@ MIGRATIONS: dict[int, Migration] = {}
 def validate_preset(source: Preset | Mapping[str, Any], catalog: Catalog = CATALOG) -> Preset:
     """The checked, normalised Preset for a document dict or a Preset built in code."""
     if isinstance(source, Preset):
-        return validate_document(_as_document(source), catalog)
+        return validate_document(document_of(source), catalog)
     if not isinstance(source, Mapping):
         raise PresetError([f"preset: expected a JSON object, got {type(source).__name__}"])
     return validate_document(source, catalog)
 
 
-def _as_document(preset: Preset) -> dict[str, Any]:
+def document_of(preset: Preset) -> dict[str, Any]:
     """``preset.to_dict()``, tolerating members of the wrong type (they are reported)."""
     steps: Any = preset.steps
     if isinstance(steps, (list, tuple)):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
+from .fed_values import fed_nodes
 from .generated_module import import_source
 from .label_code import LabelSet
 from .preset import Group, Preset, Step, Uniform
@@ -63,6 +64,7 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
         if device == "gpu":
             images = images.gpu()
+        fed_nodes(module)  # the run-time values, one vector per type (pipelines.fed_values)
         # no annotated assignments here: autograph rewrites this function
         moved, kept = (), []
         if labels is None:

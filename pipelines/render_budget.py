@@ -221,13 +221,16 @@ def _error(step: PlannedStep | None, what: str, hint: str, pixels: int,
 
 def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws: int, *,
                  tail: bool = False, overrides: Mapping[str, np.ndarray] | None = None,
-                 catalog: Catalog = CATALOG, budget: Budget | None = None) -> RenderPlan:
-    """Plans the render ``owner`` (an engine) is about to run and checks it against the
-    budgets; raises :class:`BudgetError` (a :class:`StepError`) before any DALI work. On
-    success the plan's footprint becomes ``owner``'s render in the kernel's ledger."""
+                 catalog: Catalog = CATALOG, budget: Budget | None = None,
+                 plan: RenderPlan | None = None) -> RenderPlan:
+    """Plans the render ``owner`` (an engine) is about to run (or takes ``plan``, that
+    render's :func:`plan_render`) and checks it against the budgets; raises
+    :class:`BudgetError` (a :class:`StepError`) before any DALI work. On success the plan's
+    footprint becomes ``owner``'s render in the kernel's ledger."""
     budget = budget or current()
-    plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
-                       overrides=overrides, catalog=catalog)
+    if plan is None:
+        plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
+                           overrides=overrides, catalog=catalog)
     check_plan(plan, budget, held=LEDGER.held(excluding=owner))
     LEDGER.hold_render(owner, plan.footprint)
     return plan
