@@ -14,9 +14,9 @@ the same lines in the preview and in the exported module:
   and nearest-neighbour interpolation. ``call`` replaces the entry's own call when labels are in
   the chain, for an operator whose matrix DALI does not expose (a random window): it returns
   the images and the matrix.
-* :class:`BoxCrop`: a detection crop whose window is drawn from the boxes; DALI's own
-  ``fn.random_bbox_crop`` crops and drops the boxes (``bbox_prune_threshold``), the classes
-  and keypoints ride along as its label columns: no Python step in the graph.
+* :class:`BoxCrop`: a detection crop whose window is drawn from the boxes; the DALI operator
+  that draws it also crops and drops the boxes (``bbox_prune_threshold``), the classes and
+  keypoints ride along as its label columns: no Python step in the graph.
 * :class:`Scale`: the whole image resized; relative boxes and keypoints do not move, masks
   are resized (nearest neighbour).
 * :class:`Flip`: mirrors; boxes through ``fn.bb_flip``, keypoints through ``fn.coord_flip``,
@@ -83,8 +83,8 @@ class Warp(LabelRule):
 
 @dataclass(frozen=True)
 class BoxCrop(LabelRule):
-    """A window drawn from the boxes themselves (``fn.random_bbox_crop``), which crops, clips
-    and drops them too: ``call`` (placeholders as in the entry's ``call``, plus ``{min_kept}``
+    """A window drawn from the boxes themselves by a DALI operator that crops, clips and
+    drops them too: ``call`` (placeholders as in the entry's ``call``, plus ``{min_kept}``
     and ``{masks}``) returns the cut images, boxes, classes, keypoints, the kept fraction of
     each box that entered, and the cut masks when ``{masks}`` is not None. No Python step."""
 

@@ -46,7 +46,10 @@ def run_notebook(path: Path, extra: str | None = None, env: dict[str, str] | Non
     saved = dict(os.environ)
     os.environ.update(env or {})
     try:
+        # nbclient waits 4 s for a cell's last outputs after it finished and then drops
+        # them silently: on a loaded machine the gallery cell's print was lost that way
         client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                iopub_timeout=120, raise_on_iopub_timeout=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
     finally:
