@@ -32,7 +32,8 @@ policies use (``catalog.AUTO_AUG_MODULES``)."""
 
 RESERVED_NAMES = frozenset({
     "pipeline_def", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS",
-    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_op_seed", "_vec", "_inputs", "_node", "_center", "_affine",
+    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_op_seed", "_vec", "_inputs",
+    "_node", "_center", "_affine",
     "_perspective", "_const", "_bin", "_picked", "_checked", "augment", "finish",
     "select", "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
     "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "_auto_augment_stages",
