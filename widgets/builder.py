@@ -79,6 +79,7 @@ class Builder:
         self.allowed_root = Path(allowed_root).resolve() if allowed_root is not None else None
         self.autosave = autosave_for(autosave)
         self.cards: list[StepCard | GroupCard] = []
+        self._retired = style.Retired()  # cards taken off the page, closed later
         self.image_problems: list[ImageProblem] = []
         self._ui = threading.RLock()
         self._code: tuple[str, str] = ("", "")
@@ -258,6 +259,7 @@ class Builder:
         """Stop the worker and release DALI pipelines and widgets."""
         self.live.close()
         self.distribution.close()
+        self._retired.close()
         style.close_tree(self.widget)
 
     # ---- reacting to edits --------------------------------------------------------------------
@@ -298,8 +300,7 @@ class Builder:
                 unavailable=lambda op: self.picker.items[op].reason))
         empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
         self.chain.children = [c.widget for c in self.cards] or [empty]
-        for card in old:
-            card.close()
+        self._retired.add(card.widget for card in old)  # closed later: see style.RETIRE_S
 
     def _show_step_error(self, step: int | None, message: str | None) -> None:
         if step is None:

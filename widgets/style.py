@@ -5,6 +5,7 @@ Every class the UI sets is named here once, so tests and the gallery app can rel
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from html import escape
 
@@ -198,6 +199,38 @@ def close_tree(widget: w.Widget) -> None:
     for child in getattr(widget, "children", ()):
         close_tree(child)
     widget.close()
+
+
+RETIRE_S = 10.0
+"""How long a widget taken off the page stays open before it is closed. A page that is still
+restoring its widgets lists the kernel's models, then fetches each: a model closed in between
+fails it ("Cannot read properties of undefined (reading 'create_view')", seen once in a Voilà
+page whose builder rebuilt its cards while the page loaded)."""
+
+
+class Retired:
+    """Widgets taken off the page, each closed (with its children) once it has been off the
+    page for :data:`RETIRE_S`, checked whenever more are retired, or all at :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[float, w.Widget]] = []
+
+    def add(self, widgets: Iterable[w.Widget]) -> None:
+        now = time.monotonic()
+        self._items += [(now, x) for x in widgets]
+        self.close(older_than=RETIRE_S)
+
+    def close(self, older_than: float = 0.0) -> None:
+        now, keep = time.monotonic(), []
+        for since, widget in self._items:
+            if now - since >= older_than:
+                close_tree(widget)
+            else:
+                keep.append((since, widget))
+        self._items = keep
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def stylesheet() -> w.HTML:
