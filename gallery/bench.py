@@ -18,24 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.timing import median_ms, p95_ms
 
-from .bench_inputs import bench_images, standard_preset
+from .bench_inputs import bench_images, images_per_s, standard_preset, to_host
 from .bench_reference import bare_pipeline, torchvision_chain, training_pipeline
 
 __all__ = ["SECTIONS", "bench_images", "run_bench", "sections", "standard_preset"]
 
 SECTIONS = ("engine", "encode", "scrub", "memory", "export", "decode", "torchvision",
             "albumentations", "widget", "gallery", "distribution", "browser", "labels", "detection")
-
-
-def _to_host(out: Any, device: str) -> list[np.ndarray]:
-    tl = out.as_cpu() if device == "gpu" else out
-    return [np.array(tl[i]) for i in range(len(tl))]
 
 
 def bench_engine(device: str, quick: bool) -> dict[str, Any]:
@@ -50,14 +43,14 @@ def bench_engine(device: str, quick: bool) -> dict[str, Any]:
         eng.set_arrays(imgs)
         bare = bare_pipeline(len(imgs), device, threads)
         eng.render(preset)
-        _to_host(bare.run(images=imgs)[0], device)
+        to_host(bare.run(images=imgs)[0], device)
         e_t, b_t = [], []
         for _ in range(reps):
             t = time.perf_counter()
             eng.render(preset)
             e_t.append(time.perf_counter() - t)
             t = time.perf_counter()
-            _to_host(bare.run(images=imgs)[0], device)
+            to_host(bare.run(images=imgs)[0], device)
             b_t.append(time.perf_counter() - t)
         e, b = median_ms(e_t), median_ms(b_t)
         result[f"{size}x{size}"] = {"engine_ms": e, "bare_dali_ms": b,
@@ -118,17 +111,6 @@ def bench_memory(device: str, quick: bool) -> dict[str, Any]:
             "growth_mb": round(end - start, 1)}
 
 
-def _images_per_s(pipe: Any, iters: int, batch: int, device: str) -> float:
-    """Images per second over ``iters`` runs (GPU outputs copied to the host, as training
-    would use them)."""
-    t = time.perf_counter()
-    for _ in range(iters):
-        out = pipe.run()
-        if device == "gpu":
-            out[0].as_cpu()
-    return iters * batch / (time.perf_counter() - t)
-
-
 def _write_dataset(folder: Path, n: int, size: int) -> None:
     from PIL import Image
 
@@ -161,7 +143,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
         rates: dict[str, list[float]] = {"exported": [], "hand_written": []}
         for _ in range(2 if quick else 10):
             for name, pipe in (("exported", exported), ("hand_written", handmade)):
-                rates[name].append(_images_per_s(pipe, iters, batch, device))
+                rates[name].append(images_per_s(pipe, iters, batch, device))
         del exported, handmade
         e = statistics.median(rates["exported"][1:] or rates["exported"])
         h = statistics.median(rates["hand_written"][1:] or rates["hand_written"])
@@ -213,7 +195,7 @@ def bench_torchvision(device: str, quick: bool) -> dict[str, Any]:
                                            device_id=0 if device == "gpu" else None)
         pipe.build()
         pipe.run()
-        dali_rate = _images_per_s(pipe, n // batch, batch, device)
+        dali_rate = images_per_s(pipe, n // batch, batch, device)
         del pipe
 
         chain = torchvision_chain()

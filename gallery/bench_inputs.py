@@ -1,4 +1,5 @@
-"""What every ``dali-gallery bench`` section renders: the standard chain and square images.
+"""What every ``dali-gallery bench`` section renders, and how the sections time pipelines:
+the standard chain and square images, images/s and host copies of outputs.
 
 Both come from the bundled samples folder: the chain is the preset ``bench_chain.json`` (so no
 operator is named in code here), the images are cut from the sample photos, decoded by DALI.
@@ -6,7 +7,9 @@ operator is named in code here), the images are cut from the sample photos, deco
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,3 +39,20 @@ def bench_images(size: int, n: int = 8) -> list[np.ndarray]:
         out.append(np.ascontiguousarray(big[:size, :size]))
     eng.close()
     return out
+
+
+def to_host(out: Any, device: str) -> list[np.ndarray]:
+    """Host copies of every sample of one pipeline output."""
+    tl = out.as_cpu() if device == "gpu" else out
+    return [np.array(tl[i]) for i in range(len(tl))]
+
+
+def images_per_s(pipe: Any, iters: int, batch: int, device: str) -> float:
+    """Images per second over ``iters`` runs (GPU outputs copied to the host, as training
+    would use them); the sections that time pipelines share it."""
+    t = time.perf_counter()
+    for _ in range(iters):
+        out = pipe.run()
+        if device == "gpu":
+            out[0].as_cpu()
+    return iters * batch / (time.perf_counter() - t)

@@ -29,7 +29,7 @@ from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.graph_helpers import _op_seed
 from dali_gallery.pipelines.preset import load_file
 
-from .bench_inputs import SAMPLES
+from .bench_inputs import SAMPLES, images_per_s, to_host
 
 CHAIN = SAMPLES / "bench_detection_export.json"
 ANNOTATIONS = SAMPLES / "instances.json"
@@ -100,18 +100,18 @@ def same_output(ours: Any, plain: Any, device: str) -> dict[str, Any]:
     crops relative boxes, the export moves pixel coordinates) and the labels exactly."""
     import numpy as np
 
-    a, b = ours.run(), plain.run()
-    host = [[np.array(t[i]) for i in range(len(t))]
-            for t in ((o.as_cpu() if device == "gpu" and k in (0, 3) else o) for k, o in
-                      enumerate((a[0], a[1], a[2], b[0], b[1], b[2])))]
-    n = len(host[0])
-    diff = max(float(np.abs(host[0][i] - host[3][i]).max()) if host[0][i].shape ==
-               host[3][i].shape else float("inf") for i in range(n))
+    def batch(pipe: Any) -> list[list[np.ndarray]]:  # images, boxes, labels
+        images, boxes, labels = pipe.run()
+        return [to_host(images, device), to_host(boxes, "cpu"), to_host(labels, "cpu")]
+
+    (images, boxes, labels), (images_b, boxes_b, labels_b) = batch(ours), batch(plain)
+    diff = max(float(np.abs(x - y).max()) if x.shape == y.shape else float("inf")
+               for x, y in zip(images, images_b, strict=True))
     return {"images_identical": diff == 0.0, "images_max_abs_diff": diff,
-            "boxes_within_1e-5": all(h1.shape == h2.shape and np.allclose(h1, h2, atol=1e-5)
-                                      for h1, h2 in zip(host[1], host[4], strict=True)),
-            "labels_identical": all(np.array_equal(h1, h2)
-                                    for h1, h2 in zip(host[2], host[5], strict=True))}
+            "boxes_within_1e-5": all(x.shape == y.shape and np.allclose(x, y, atol=1e-5)
+                                      for x, y in zip(boxes, boxes_b, strict=True)),
+            "labels_identical": all(np.array_equal(x, y)
+                                    for x, y in zip(labels, labels_b, strict=True))}
 
 
 def exported(root: Path, annotations: Path, batch: int, threads: int, device: str,
@@ -126,15 +126,6 @@ def exported(root: Path, annotations: Path, batch: int, threads: int, device: st
     return module.create_pipeline(str(root), str(annotations), batch, num_threads=threads,
                                   device_id=0 if device == "gpu" else None,
                                   random_shuffle=False, label_outputs=("boxes", "labels"))
-
-
-def _rate(pipe: Any, iters: int, batch: int, device: str) -> float:
-    t = time.perf_counter()
-    for _ in range(iters):
-        out = pipe.run()
-        if device == "gpu":
-            out[0].as_cpu()
-    return iters * batch / (time.perf_counter() - t)
 
 
 def torchvision_rate(root: Path, annotations: Path, batch: int, workers: int) -> dict[str, Any]:
@@ -212,14 +203,14 @@ def bench_detection(device: str, quick: bool) -> dict[str, Any]:
             pipe.build()
         checks = same_output(ours, plain, device)  # the first batch of each
         for pipe in (ours, plain):
-            _rate(pipe, 2, batch, device)  # warm-up
+            images_per_s(pipe, 2, batch, device)  # warm-up
         # each rate over about half a second (at least two epochs): a few ms on a GPU is noise
-        per_batch = batch / _rate(plain, 4, batch, device)
+        per_batch = batch / images_per_s(plain, 4, batch, device)
         iters = max(8, 2 * n // batch, int(0.5 / per_batch))
         rates: dict[str, list[float]] = {"exported": [], "hand_written": []}
         for _ in range(2 if quick else 6):  # interleaved epochs: the same machine load
             for name, pipe in (("exported", ours), ("hand_written", plain)):
-                rates[name].append(_rate(pipe, iters, batch, device))
+                rates[name].append(images_per_s(pipe, iters, batch, device))
         del ours, plain
         e = statistics.median(rates["exported"][1:] or rates["exported"])
         h = statistics.median(rates["hand_written"][1:] or rates["hand_written"])

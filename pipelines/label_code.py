@@ -56,13 +56,8 @@ def refusals(preset: Preset, catalog: Mapping[str, OpSpec]) -> list[LabelRefused
 def hoisted(spec: OpSpec, args: dict[str, str], tag: str) -> list[str]:
     """Bind fed values the label lines use a second time to variables (a fed name may appear
     once in a graph); updates ``args`` in place and returns the binding lines."""
-    rule = spec.labels
-    used = set()
-    if isinstance(rule, Warp | BoxCrop):
-        used = set(PLACEHOLDER.findall(rule.call if isinstance(rule, BoxCrop)
-                                       else rule.matrix or rule.call))
-    elif isinstance(rule, Flip):
-        used = set(PLACEHOLDER.findall(rule.horizontal + rule.vertical))
+    templates = spec.labels.templates if spec.labels is not None else ()
+    used = set(PLACEHOLDER.findall(" ".join(templates)))
     lines = []
     for name in sorted(used & set(args)):
         if "P(" in args[name]:

@@ -164,19 +164,19 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     return out, m
 
 
-def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
-    """``fn.random_bbox_crop``'s window (every box overlapping it by at least
-    ``min_iou``) cut with ``fn.slice``, and its pixel matrix. ``boxes`` None (a chain
-    without labels): any window, and only the cut images are returned."""
+def _bbox_crop(images, scaling, aspect, min_iou, seed):
+    """``fn.random_bbox_crop``'s window cut with ``fn.slice``, in a chain without
+    labels: with no boxes to overlap, any window of the declared scale and aspect (with
+    labels, :func:`_bbox_crop_labels`)."""
     anchor, shape = fn.random_bbox_crop(
-        types.Constant(np.zeros((0, 4), np.float32)) if boxes is None else boxes,
+        types.Constant(np.zeros((0, 4), np.float32)),
         bbox_layout="xyXY",
         thresholds=[min_iou],
         scaling=scaling,
         aspect_ratio=aspect,
         seed=seed,
     )[:2]
-    out = fn.slice(
+    return fn.slice(
         images,
         anchor,
         shape,
@@ -184,9 +184,6 @@ def _bbox_crop(images, boxes, scaling, aspect, min_iou, seed):
         normalized_shape=True,
         axis_names="WH",
     )
-    if boxes is None:
-        return out
-    return out, fn.transforms.translation(offset=-anchor * _wh(images))
 
 
 def _bbox_crop_labels(
@@ -273,6 +270,5 @@ DEPS = {
     "_rotate_matrix": ("_wh",),
     "_scale_matrix": ("_wh",),
     "_shift_matrix": ("_wh", "_node"),
-    "_bbox_crop": ("_wh",),
 }
 """The helpers (in the order modules define them) and what each calls."""

@@ -47,6 +47,12 @@ class LabelRule:
         """Whether labels change position (and so may be clipped or dropped)."""
         return False
 
+    @property
+    def templates(self) -> tuple[str, ...]:
+        """The code templates the rule's label lines fill in (placeholders as in the entry's
+        ``call``): the chain generator binds a fed value they use a second time."""
+        return ()
+
     def describe(self) -> str:
         """One line for the operator reference and the inspector."""
         raise NotImplementedError
@@ -76,6 +82,10 @@ class Warp(LabelRule):
     def moves(self) -> bool:
         return True
 
+    @property
+    def templates(self) -> tuple[str, ...]:
+        return (self.matrix or self.call,)
+
     def describe(self) -> str:
         kind = "homography" if self.homography else "affine matrix"
         return f"boxes, keypoints and masks follow the {kind}; boxes clipped, small ones dropped"
@@ -93,6 +103,10 @@ class BoxCrop(LabelRule):
     @property
     def moves(self) -> bool:
         return True
+
+    @property
+    def templates(self) -> tuple[str, ...]:
+        return (self.call,)
 
     def describe(self) -> str:
         return ("a window the boxes overlap; DALI crops the boxes to it and drops small ones, "
@@ -118,6 +132,10 @@ class Flip(LabelRule):
     @property
     def moves(self) -> bool:
         return True
+
+    @property
+    def templates(self) -> tuple[str, ...]:
+        return (self.horizontal, self.vertical)
 
     def describe(self) -> str:
         return "boxes (fn.bb_flip), keypoints (fn.coord_flip) and masks mirrored"

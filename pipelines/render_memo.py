@@ -60,25 +60,20 @@ def _op_names(doc: Any) -> list[str]:
 
 
 class RenderMemo:
-    """Per engine: validated presets and anything else derived from one (by key)."""
+    """Per engine: validated presets and anything else derived from one (by key), the most
+    recently used :data:`MAX_ENTRIES` of them."""
 
     def __init__(self, size: int = MAX_ENTRIES) -> None:
         self._size = size
-        self._presets: OrderedDict[str, Preset] = OrderedDict()
         self._derived: OrderedDict[Hashable, Any] = OrderedDict()
 
     def preset(self, source: Any, catalog: Catalog) -> tuple[Preset, str | None]:
-        """The validated preset (read-only: it is shared by later renders) and its key."""
+        """The validated preset (read-only: it is shared by later renders) and its key;
+        PresetError when it is not valid (raised again by every render)."""
         key = document_key(source, catalog)
-        if key is None:
-            return load(source, catalog), None
-        found = self._presets.get(key)
-        if found is None:
-            found = load(source, catalog)  # raises PresetError: nothing remembered
-            self._put(self._presets, key, found)
-        else:
-            self._presets.move_to_end(key)
-        return found, key
+        preset = self.derived(None if key is None else ("preset", key),
+                              lambda: load(source, catalog))
+        return preset, key
 
     def derived(self, key: Hashable | None, make: Callable[[], T]) -> T:
         """``make()``, once per key (every time when ``key`` is None). An exception is raised
@@ -89,14 +84,7 @@ class RenderMemo:
             self._derived.move_to_end(key)
             return self._derived[key]
         value = make()
-        self._put(self._derived, key, value)
+        self._derived[key] = value
+        while len(self._derived) > self._size:
+            self._derived.popitem(last=False)
         return value
-
-    def clear(self) -> None:
-        self._presets.clear()
-        self._derived.clear()
-
-    def _put(self, table: OrderedDict[Any, Any], key: Any, value: Any) -> None:
-        table[key] = value
-        while len(table) > self._size:
-            table.popitem(last=False)

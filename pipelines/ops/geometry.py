@@ -178,8 +178,8 @@ OPS = [
         "random_bbox_crop",
         "geometry",
         "Detection crop (SSD): a random window that overlaps the boxes by at least min_iou.",
-        "_bbox_crop({x}, None, [{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], "
-        "{min_iou}, {seed})",
+        "_bbox_crop({x}, [{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], {min_iou}, "
+        "{seed})",
         (
             Param("scale_min", "float", 0.3, "Smallest window side (fraction of the image's)",
                   bounds=(0.01, 1), slider=(0.05, 1), step=0.01),

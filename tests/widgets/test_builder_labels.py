@@ -18,6 +18,7 @@ from dali_gallery.widgets.encode import encode
 from dali_gallery.widgets.label_overlay import category_colour
 from dali_gallery.widgets.render import DISPLAY_MAX
 from tests.gallery.test_app import widget_texts
+from tests.widgets.conftest import make_builder
 from tests.widgets.test_images_panel import browser_upload, upload
 from tests.widgets.test_label_source import ann, coco, image_file
 
@@ -37,10 +38,8 @@ def folder(tmp_path: Path) -> Path:
 
 
 def make(folder: Path, **kwargs) -> Builder:
-    options = {"images": folder, "device": "cpu", "draws": 1, "max_images": 3, "size": 128,
-               "thumbnails": False, "sync": True, "autosave": None}
-    options.update(kwargs)
-    return Builder(**options)
+    return make_builder(images=folder, draws=1, max_images=3, sync=True, autosave=None,
+                        **kwargs)
 
 
 @pytest.fixture

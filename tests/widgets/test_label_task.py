@@ -14,6 +14,7 @@ import pytest
 from dali_gallery.widgets import Builder
 from dali_gallery.widgets.image_source import SAMPLE_ANNOTATIONS, SAMPLES_DIR
 from dali_gallery.widgets.label_task import CLASSIFICATION, DETECTION, annotated_samples
+from tests.widgets.conftest import make_builder
 from tests.widgets.test_images_panel import browser_upload, upload
 from tests.widgets.test_label_source import ann, coco, image_file
 
@@ -29,10 +30,8 @@ def plain(tmp_path: Path) -> Path:
 
 
 def make(images: Path, **kwargs) -> Builder:
-    options = {"images": images, "device": "cpu", "draws": 1, "max_images": 6, "size": 128,
-               "thumbnails": False, "sync": True, "autosave": None}
-    options.update(kwargs)
-    return Builder(**options)
+    return make_builder(images=images, draws=1, max_images=6, sync=True, autosave=None,
+                        **kwargs)
 
 
 def test_detection_shows_the_annotated_samples_and_classification_removes_them(plain):
