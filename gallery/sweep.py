@@ -26,7 +26,7 @@ from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.label_render import LabelOutput
 from dali_gallery.pipelines.labels import Refuse
 from dali_gallery.pipelines.params import Param
-from dali_gallery.pipelines.preset import Preset, PresetError, load, new_step
+from dali_gallery.pipelines.preset import Preset, PresetError, Step, load, new_step
 from dali_gallery.pipelines.render_result import stack_renders
 
 Mode = Literal["sweep", "draws", "defaults", "choices"]
@@ -204,6 +204,24 @@ def _validate(plan: RowPlan, catalog: Catalog) -> None:
     for col in plan.columns:
         step = new_step(plan.op, catalog, **col.params)
         load(Preset([step]).to_dict(), catalog)
+
+
+def row_renders(plan: RowPlan, seed: int = 42,
+                catalog: Catalog = CATALOG) -> list[tuple[Preset, int]]:
+    """The ``(preset, draws)`` of each DALI render :func:`render_row` makes for ``plan``, so
+    their pipelines can be traced ahead (``PreviewEngine.trace_ahead``)."""
+    step = new_step(plan.op, catalog)
+    if plan.mode == "sweep":
+        assert plan.param is not None
+        if catalog[plan.op].param(plan.param).per_sample:  # one render, values fed per sample
+            return [(Preset([Step(plan.op, {**step.params, plan.param: plan.values[0]})],
+                            seed=seed), len(plan.values))]
+        return [(Preset([Step(plan.op, {**step.params, plan.param: v})], seed=seed), 1)
+                for v in plan.values]
+    if plan.mode == "choices":
+        return [(Preset([new_step(plan.op, catalog, **c.params)], seed=seed), 1)
+                for c in plan.columns]
+    return [(Preset([step], seed=seed), len(plan.columns))]
 
 
 def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,

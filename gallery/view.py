@@ -41,7 +41,7 @@ from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row
+from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row, row_renders
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls
 
@@ -268,7 +268,7 @@ class GalleryView:
         originals, names = self.engine.images, self.engine.names
         px = tile_px(job.key[1])
         device = describe(self.engine.device)
-        for k, op in enumerate(job.ops):
+        for k, op in enumerate(self._trace_ahead(job.ops)):
             if not self._current(job.gen):
                 return
             with self._lock:
@@ -292,6 +292,25 @@ class GalleryView:
                 return
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
         on_ui_thread(lambda: self._finish(job), self._ui_error)
+
+    def _trace_ahead(self, ops: list[str]) -> list[str]:
+        """Worker thread: rows whose pipelines trace slowly (conditionals, not cached) start
+        tracing in worker processes and are rendered last (cards keep catalog order)."""
+        slow = []
+        for op in ops:
+            spec = self.catalog[op]
+            with self._lock:
+                done = op in self.results
+            if done or spec.unavailable_on(self.engine.device) is not None:
+                continue
+            try:
+                if self.engine.trace_ahead(row_renders(plan_row(spec, self.steps), self.seed,
+                                                       self.catalog)):
+                    slow.append(op)
+            except PresetError:  # an invalid column: its row says so when rendered
+                continue
+        self.stats["traced_ahead"] = len(slow)
+        return [op for op in ops if op not in slow] + slow
 
     def _delivered(self, outcome: Outcome[_Job, None]) -> None:
         """Main thread: a job that raised is a bug; say so if its generation is current."""

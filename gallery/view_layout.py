@@ -12,6 +12,7 @@ import ipywidgets as W
 
 from dali_gallery.pipelines.catalog import CATEGORIES
 from dali_gallery.pipelines.images import PREVIEW_SIZES
+from dali_gallery.widgets.style import shared_layout
 
 from .row import CSS
 
@@ -24,21 +25,21 @@ def build_controls(view: GalleryView, size: int) -> None:
     a filter change starts a new generation, a size change one on new images."""
     view.category = W.Dropdown(options=[("all categories", "")] + [(c, c) for c in CATEGORIES],
                                value="", description="category",
-                               layout=W.Layout(width="260px"))
+                               layout=shared_layout(width="260px"))
     view.category.add_class("dg-gallery-category")
     view.search = W.Text(placeholder="search operators", description="search",
-                         continuous_update=True, layout=W.Layout(width="260px"))
+                         continuous_update=True, layout=shared_layout(width="260px"))
     view.search.add_class("dg-gallery-search")
     view.size = W.Dropdown(options=[(f"{s} px", s) for s in PREVIEW_SIZES], value=size,
-                           description="size", layout=W.Layout(width="170px"),
+                           description="size", layout=shared_layout(width="170px"),
                            tooltip="the size images are decoded to and tiles shown at")
     view.size.add_class("dg-gallery-size")
     view.progress = W.IntProgress(value=0, min=0, max=1, description="rendering",
-                                  layout=W.Layout(width="360px"))
+                                  layout=shared_layout(width="360px"))
     view.progress.add_class("dg-gallery-progress")
     view.status = W.HTML("")
     view.status.add_class("dg-gallery-status")
-    view.rows_box = W.Box(layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+    view.rows_box = W.Box(layout=shared_layout(flex_flow="row wrap", align_items="flex-start"))
     view.rows_box.add_class("dg-gallery-rows")
     view.category.observe(lambda _c: view._restart(), names="value")
     view.search.observe(lambda _c: view._restart(), names="value")

@@ -43,6 +43,7 @@ from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
 from .step_error import StepError, name_step
+from .trace_ahead import TraceAhead, TraceJob
 
 __all__ = ["MAX_BATCH", "PreviewEngine", "Render", "SampleRecord", "StepError"]
 
@@ -88,6 +89,7 @@ class PreviewEngine:
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
         self._modules = ChainModules(self._dir)
         self._memo = RenderMemo()
+        self._ahead: TraceAhead | None = None
 
     # ---- images -------------------------------------------------------------------------------
 
@@ -233,6 +235,36 @@ class PreviewEngine:
         return self.render(preset, draws=k, images=images,
                            _override={feed_name(0, param): per_sample})
 
+    def trace_ahead(self, renders: Sequence[tuple[Preset, int]],
+                    workers: int | None = None) -> int:
+        """Start tracing, in worker processes, the pipelines of these future renders
+        (``(preset, draws)`` on all current images) whose tracing is slow (DALI's
+        conditionals: the auto_aug policies) and that the cache lacks; a later render of one
+        waits for its worker and loads it from the cache (:mod:`.trace_ahead`). Chains with
+        Python operators or labels are not cached, so not traced ahead. Returns how many
+        were started."""
+        if not self.cache.enabled or self._labels is not None or not self._arrays:
+            return 0
+        jobs = []
+        for source, draws in renders:
+            preset, key = self._memo.preset(source, self.catalog)
+            if key is None or any(self.catalog[s.op].custom for _, s in preset.active_ops()):
+                continue
+            code, chain = self._memo.derived(("module", key, False, None), lambda p=preset:
+                                             preview_module(p, catalog=self.catalog))
+            batch = len(self._arrays) * draws
+            cache_key = self.cache.key(code, preset.seed, batch, self.device, False,
+                                       chain.conditionals)
+            if chain.conditionals and not self.cache.has(cache_key):
+                jobs.append(TraceJob(cache_key, code, preset.seed, batch, self.device,
+                                     self.num_threads, chain.checkpoints, chain.conditionals,
+                                     str(self.cache.folder)))
+        if not jobs:
+            return 0
+        if self._ahead is None:
+            self._ahead = TraceAhead(workers)
+        return self._ahead.start(jobs)
+
     def code(self, preset: Preset, tail: bool = False) -> str:
         """The preview module source (what the engine builds; handy for debugging)."""
         return preview_module(preset, tail=tail, catalog=self.catalog)[0]
@@ -240,6 +272,8 @@ class PreviewEngine:
     def close(self) -> None:
         """Release pipelines (and the GPU memory pools DALI keeps) and temporary files."""
         self._pipes.clear()
+        if self._ahead is not None:
+            self._ahead.close()
         if self.device == "gpu":
             from nvidia.dali import backend
 
@@ -293,6 +327,8 @@ class PreviewEngine:
         key = None
         if self.cache.enabled and not custom:
             key = self.cache.key(code, preset.seed, batch, self.device, tail, chain.conditionals)
+            if self._ahead is not None:  # a worker tracing it: wait, then load it
+                self._ahead.wait(key)
             loaded = self._from_cache(key)
             if loaded is not None:
                 return loaded

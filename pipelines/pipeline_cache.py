@@ -62,6 +62,10 @@ class PipelineCache:
             digest.update(b"\0" + repr(part).encode())
         return digest.hexdigest()[:40]
 
+    def has(self, key: str) -> bool:
+        """Whether an entry for ``key`` is on disk (without reading it)."""
+        return self.folder is not None and (self.folder / f"{key}.dali").is_file()
+
     def load(self, key: str) -> tuple[bytes, bool] | None:
         """(serialized pipeline, built with checkpointing) or None; an unreadable entry is
         removed (and logged), so the caller simply builds again."""

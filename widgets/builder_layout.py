@@ -20,6 +20,7 @@ from .images_panel import SAMPLES_DIR, ImagesPanel
 from .import_panel import ImportPanel
 from .labels_panel import LabelsPanel
 from .output_panel import OutputPanel
+from .style import shared_layout
 
 if TYPE_CHECKING:
     from .builder import Builder
@@ -41,10 +42,10 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
                                  on_warning=b.export.set_warning)
     b.undo_button = style.classed(w.Button(
         description="\u21b6 undo", tooltip="undo the last edit", disabled=True,
-        layout=w.Layout(width="80px")), style.UNDO)
+        layout=shared_layout(width="80px")), style.UNDO)
     b.redo_button = style.classed(w.Button(
         description="redo \u21b7", tooltip="redo", disabled=True,
-        layout=w.Layout(width="80px")), style.REDO)
+        layout=shared_layout(width="80px")), style.REDO)
     b.undo_button.on_click(lambda _: b.undo())
     b.redo_button.on_click(lambda _: b.redo())
     b.restore_button = style.classed(w.Button(
@@ -58,13 +59,13 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
     toolbar = style.classed(w.HBox([title, b.undo_button, b.redo_button,
                                     b.shards.widget, b.restore_button,
                                     b.notice, b.status],
-                                   layout=w.Layout(align_items="center")), style.TOOLBAR)
+                                   layout=shared_layout(align_items="center")), style.TOOLBAR)
     images_tab = w.VBox([b.images_panel.widget, b.labels.widget])
     left_tabs = w.Tab(children=[b.picker.widget, images_tab])
     left_tabs.titles = ("Add a step", "Images")
     left = w.VBox([left_tabs, w.HTML("<b>Chain</b> (top to bottom)"), b.chain,
                    b.output_panel.widget],
-                  layout=w.Layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
+                  layout=shared_layout(flex="0 0 540px", width="540px", margin="0 8px 0 0"))
 
     b.importer = ImportPanel(on_preset=b.load_preset, images=lambda: b.engine.images,
                              current=lambda: b.model.preset, device=b.device)

@@ -38,6 +38,7 @@ from dali_gallery.pipelines.step_error import StepError
 from . import style
 from .distribution_charts import MAX_HISTOGRAMS, histograms_png, picks_html, rates_html
 from .label_report import step_name
+from .style import shared_layout
 from .ui_thread import on_ui_thread
 
 DISTRIBUTION = "dg-distribution"
@@ -85,19 +86,19 @@ class DistributionPanel:
         self.draws = style.classed(w.BoundedIntText(
             value=default, min=1, max=MAX_DRAWS, step=100, description="draws",
             tooltip=f"how many draws of the chain to collect (1 to {MAX_DRAWS})",
-            layout=w.Layout(width="150px")), DIST_DRAWS)
+            layout=shared_layout(width="150px")), DIST_DRAWS)
         self.run_button = style.classed(w.Button(
             description=_run_label(default), button_style="primary",
             tooltip="render the chain this many times and count what its records say"),
             DIST_RUN)
         self.cancel_button = style.classed(w.Button(
-            description="cancel", disabled=True, layout=w.Layout(width="80px")), DIST_CANCEL)
+            description="cancel", disabled=True, layout=shared_layout(width="80px")), DIST_CANCEL)
         self.progress = style.classed(w.IntProgress(
-            value=0, min=0, max=default, description="", layout=w.Layout(width="220px")),
+            value=0, min=0, max=default, description="", layout=shared_layout(width="220px")),
             DIST_PROGRESS)
         self.status = style.classed(w.HTML(), DIST_STATUS)
         self.table = style.classed(w.HTML(), DIST_RATES)
-        self.histograms = style.classed(w.Image(format="png", layout=w.Layout(
+        self.histograms = style.classed(w.Image(format="png", layout=shared_layout(
             max_width="100%")), DIST_HISTOGRAMS)
         self.pick_table = style.classed(w.HTML(), DIST_PICKS)
         self.dropped = style.classed(w.HTML(), DIST_DROPPED)
@@ -113,7 +114,7 @@ class DistributionPanel:
         self.widget = style.classed(w.VBox([
             intro,
             w.HBox([self.draws, self.run_button, self.cancel_button, self.progress,
-                    self.status], layout=w.Layout(align_items="center")),
+                    self.status], layout=shared_layout(align_items="center")),
             self.table, self.dropped, self.histograms, self.pick_table]), DISTRIBUTION)
 
     # ---- public API ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dali_gallery.pipelines.image_files import readable
 from dali_gallery.pipelines.preset import Preset
 
 from . import style
+from .style import shared_layout
 
 try:
     from pygments import highlight
@@ -81,7 +82,7 @@ class ExportPanel:
         self._quiet = False
         self.name = style.classed(w.Text(
             description="name", placeholder="preset name (optional)", continuous_update=False,
-            style={"description_width": "40px"}, layout=w.Layout(width="320px")),
+            style={"description_width": "40px"}, layout=shared_layout(width="320px")),
             style.PRESET_NAME)
         self.name.observe(self._on_name, "value")
         self.load = style.classed(w.FileUpload(
@@ -98,7 +99,7 @@ class ExportPanel:
         self.code = style.classed(w.HTML(), style.EXPORT_CODE)
         self.stale = w.HTML()
         self.widget = style.classed(w.VBox([
-            w.HBox([self.name, self.load, self.notice], layout=w.Layout(align_items="center")),
+            w.HBox([self.name, self.load, self.notice], layout=shared_layout(align_items="center")),
             self.problems, self.warning, self.actions, self.cli, self.preset_view, self.stale,
             self.code]), style.EXPORT)
         self.text = ""

@@ -33,6 +33,7 @@ from .image_source import (
     resolve_folder,
     source_from,
 )
+from .style import shared_layout
 
 __all__ = ["ACCEPT", "MAX_FOLDERS_LISTED", "MAX_LISTED", "MAX_UPLOADS", "SAMPLES_DIR",
            "UPLOAD_LIMIT", "ImageSource", "ImagesPanel", "list_folders", "resolve_folder",
@@ -98,7 +99,7 @@ class ImagesPanel:
         self.folder = style.classed(w.Combobox(
             placeholder=f"folder ({where})", options=options, ensure_option=False,
             continuous_update=False, tooltip=f"a folder of images on the server, {where}",
-            layout=w.Layout(width="340px")), style.FOLDER)
+            layout=shared_layout(width="340px")), style.FOLDER)
         self.folder_load = style.classed(w.Button(description="load folder", icon="folder-open"),
                                          style.FOLDER_LOAD)
         self.folder_load.on_click(lambda _: self.load_folder(self.folder.value))
@@ -109,7 +110,7 @@ class ImagesPanel:
         self.upload.observe(self._on_upload, "value")
         self.summary = w.HTML()
         self.files_note = w.HTML()
-        self.files = style.classed(w.SelectMultiple(rows=8, layout=w.Layout(width="500px")),
+        self.files = style.classed(w.SelectMultiple(rows=8, layout=shared_layout(width="500px")),
                                    style.IMAGE_FILES)
         self.files_load = style.classed(w.Button(
             description="preview selected", icon="eye",
@@ -120,7 +121,7 @@ class ImagesPanel:
                                 layout=w.Layout(display="none"))
         self.problems = style.classed(w.HTML(), style.IMAGE_PROBLEMS)
         self.widget = style.classed(w.VBox([
-            w.HBox([self.samples, self.upload], layout=w.Layout(flex_flow="row wrap")),
+            w.HBox([self.samples, self.upload], layout=shared_layout(flex_flow="row wrap")),
             w.HBox([self.folder, self.folder_load]),
             self.summary, self.files_box, self.problems]), style.IMAGES)
 

@@ -23,6 +23,7 @@ from dali_gallery.pipelines.preset import Preset, PresetError
 
 from . import style
 from .export_panel import code_html, download_link
+from .style import shared_layout
 
 IMPORT = "dg-import"
 IMPORT_TEXT = "dg-import-text"
@@ -70,7 +71,7 @@ class ImportPanel:
         self._thread: threading.Thread | None = None
         self._generation = 0
         self.text = style.classed(w.Textarea(
-            placeholder=EXAMPLE, layout=w.Layout(width="100%", height="180px")), IMPORT_TEXT)
+            placeholder=EXAMPLE, layout=shared_layout(width="100%", height="180px")), IMPORT_TEXT)
         self.upload = style.classed(w.FileUpload(
             accept=".py,.json,.yaml,.yml", multiple=False, description="open file",
             tooltip="a .py with Compose([...]) or an Albumentations to_dict JSON / YAML"),
@@ -82,13 +83,14 @@ class ImportPanel:
                                     IMPORT_BUTTON)
         self.button.on_click(lambda _: self.import_text(self.text.value))
         self.compare = w.Checkbox(value=True, description="parity report", indent=False,
-                                  layout=w.Layout(width="120px"))
+                                  layout=shared_layout(width="120px"))
         self.status = style.classed(w.HTML(), IMPORT_STATUS)
         self.table = style.classed(w.HTML(), IMPORT_RESULT)
         self.parity = style.classed(w.HTML(), IMPORT_PARITY)
-        self.reverse_tv = w.Button(description="as torchvision", layout=w.Layout(width="130px"))
+        self.reverse_tv = w.Button(description="as torchvision",
+                                   layout=shared_layout(width="130px"))
         self.reverse_alb = w.Button(description="as Albumentations",
-                                    layout=w.Layout(width="150px"))
+                                    layout=shared_layout(width="150px"))
         self.reverse_tv.on_click(lambda _: self.show_library_code("torchvision"))
         self.reverse_alb.on_click(lambda _: self.show_library_code("albumentations"))
         self.reverse = style.classed(w.HTML(), IMPORT_REVERSE)
@@ -98,10 +100,10 @@ class ImportPanel:
         self.widget = style.classed(w.VBox([
             intro, self.text,
             w.HBox([self.button, self.compare, self.upload, self.status],
-                   layout=w.Layout(align_items="center")),
+                   layout=shared_layout(align_items="center")),
             self.table, self.parity,
             w.HBox([w.HTML("<b>Write the current pipeline as</b>&nbsp;"), self.reverse_tv,
-                    self.reverse_alb], layout=w.Layout(align_items="center")),
+                    self.reverse_alb], layout=shared_layout(align_items="center")),
             self.reverse]), IMPORT)
         self.widget.add_class(IMPORT_REPORT)
 

@@ -30,6 +30,7 @@ from .label_overlay import labels_legend_html
 from .label_source import YOLO, LabelSource, from_path, from_upload, from_yolo
 from .label_task import SamplesLoader, TaskPick
 from .render import MIN_KEPT_RANGE, PreviewRenderer
+from .style import shared_layout
 
 MAX_PROBLEMS_SHOWN = 50
 """Problems listed (a dataset's file can have thousands; the rest are counted)."""
@@ -76,20 +77,20 @@ class LabelsPanel:
         self.upload_button.observe(self._on_upload, "value")
         self.found = style.classed(w.Dropdown(options=[], description="in folder",
                                               style={"description_width": "60px"},
-                                              layout=w.Layout(width="300px")),
+                                              layout=shared_layout(width="300px")),
                                    style.LABELS_FOUND)
         self.found_load = style.classed(w.Button(description="load labels", icon="tags"),
                                         style.LABELS_LOAD)
         self.found_load.on_click(lambda _: self.load_found(self.found.value))
         self.show = style.classed(w.Checkbox(value=renderer.overlay, description="show labels",
-                                             indent=False, layout=w.Layout(width="120px")),
+                                             indent=False, layout=shared_layout(width="120px")),
                                   style.LABELS_SHOW)
         self.show.observe(lambda c: self._quiet or self.set_show(bool(c["new"])), "value")
         self.min_kept = style.classed(w.BoundedFloatText(
             value=renderer.engine.min_kept, min=MIN_KEPT_RANGE[0], max=MIN_KEPT_RANGE[1],
             step=0.05, description="drop boxes keeping <", tooltip="after a step that moves "
             "them, boxes keeping less than this fraction of their area are dropped",
-            style={"description_width": "140px"}, layout=w.Layout(width="220px")),
+            style={"description_width": "140px"}, layout=shared_layout(width="220px")),
             style.LABELS_MIN_KEPT)
         self.min_kept.observe(lambda c: self._quiet or self.set_min_kept(float(c["new"])),
                               "value")
@@ -102,11 +103,11 @@ class LabelsPanel:
         self.widget = style.classed(w.VBox([
             w.HBox([w.HTML("<b>Labels</b> <span style='opacity:.7'>(object detection, "
                            "segmentation)</span>"), self.task.widget],
-                   layout=w.Layout(flex_flow="row wrap", align_items="center")),
+                   layout=shared_layout(flex_flow="row wrap", align_items="center")),
             w.HBox([self.upload_button, self.found, self.found_load],
-                   layout=w.Layout(flex_flow="row wrap")),
+                   layout=shared_layout(flex_flow="row wrap")),
             w.HBox([self.show, self.min_kept, self.clear_button],
-                   layout=w.Layout(flex_flow="row wrap", align_items="center")),
+                   layout=shared_layout(flex_flow="row wrap", align_items="center")),
             self.summary, self.legend, self.problems_html]), style.LABELS)
         self.refresh()
 

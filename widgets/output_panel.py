@@ -25,6 +25,7 @@ from dali_gallery.pipelines.preset_output import DTYPES, LAYOUTS
 
 from . import style
 from .model import ChainModel, Change
+from .style import shared_layout
 
 _NARROW = {"description_width": "95px"}
 
@@ -67,24 +68,24 @@ class OutputPanel:
                     "to 0-255 for display)"), style.OUTPUT_SHOW)
         self.resize = w.IntText(description="resize shorter", style=_NARROW,
                                 tooltip="shorter side in px (0: no resize)",
-                                layout=w.Layout(width="170px"))
+                                layout=shared_layout(width="170px"))
         self.crop_h = w.IntText(description="crop h x w", style=_NARROW,
                                 tooltip="centre crop height (0 and 0: no crop)",
-                                layout=w.Layout(width="160px"))
-        self.crop_w = w.IntText(tooltip="centre crop width", layout=w.Layout(width="64px"))
+                                layout=shared_layout(width="160px"))
+        self.crop_w = w.IntText(tooltip="centre crop width", layout=shared_layout(width="64px"))
         self.mean = w.Text(description="mean", style=_NARROW, continuous_update=False,
-                           placeholder="none", layout=w.Layout(width="260px"),
+                           placeholder="none", layout=shared_layout(width="260px"),
                            tooltip="per-channel mean, fractions of 255 (empty: none)")
         self.std = w.Text(description="std", style=_NARROW, continuous_update=False,
-                          placeholder="none", layout=w.Layout(width="260px"),
+                          placeholder="none", layout=shared_layout(width="260px"),
                           tooltip="per-channel standard deviation, fractions of 255")
         self.layout = w.Dropdown(options=LAYOUTS, description="layout", style=_NARROW,
-                                 layout=w.Layout(width="170px"))
+                                 layout=shared_layout(width="170px"))
         self.dtype = w.Dropdown(options=DTYPES, description="dtype", style=_NARROW,
-                                layout=w.Layout(width="190px"))
+                                layout=shared_layout(width="190px"))
         self.mirror = w.FloatText(description="mirror prob.", style=_NARROW, step=0.05,
                                   tooltip="probability of a horizontal flip in the tail (0-1)",
-                                  layout=w.Layout(width="170px"))
+                                  layout=shared_layout(width="170px"))
         self.fields = w.VBox([
             w.HBox([self.resize, self.crop_h, self.crop_w]),
             w.HBox([self.mean]), w.HBox([self.std]),
@@ -97,10 +98,10 @@ class OutputPanel:
         self.enabled.observe(self._on_enabled, "value")
         self.show.observe(self._on_show, "value")
         self.widget = style.classed(w.VBox([
-            w.HBox([w.HTML("<b>Training output</b>", layout=w.Layout(width="auto",
+            w.HBox([w.HTML("<b>Training output</b>", layout=shared_layout(width="auto",
                                                                   margin="0 12px 0 0")),
                     self.enabled, self.show],
-                   layout=w.Layout(align_items="center")),
+                   layout=shared_layout(align_items="center")),
             self.fields, self.problems, self.status]), style.OUTPUT)
         model.listen(self._on_change)
         self.sync(model.preset)

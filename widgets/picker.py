@@ -1,7 +1,10 @@
 """The operator picker: a search box over category tabs, one row per catalog operator.
 
 Rows show the operator's one-line description and a tiny live thumbnail of its effect
-(rendered when its tab or search result is first shown: ``on_visible``).
+(rendered when its tab or search result is first shown: ``on_visible``). A row's widgets are
+made when its tab or a search first shows it, on shared layouts: a page restores every widget
+model the kernel holds before it shows anything, and all rows up front were 550 models of the
+page's 1000.
 Operators the preview device cannot run stay visible, disabled, with the catalog's reason.
 Clicking "add" or pressing Enter in the search box (first available match) adds a step.
 The search reads names, descriptions and each operator's declared aliases (torchvision and
@@ -11,7 +14,7 @@ suggests the closest names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from html import escape
 from typing import Any
 
@@ -33,7 +36,7 @@ class PickerItem:
     def __init__(self, spec: OpSpec, device: str, on_add: Callable[[str], None]) -> None:
         self.spec = spec
         self.reason = spec.unavailable_on(device) or ""
-        self.thumb = style.classed(w.Image(format="jpeg", layout=w.Layout(
+        self.thumb = style.classed(w.Image(format="jpeg", layout=style.shared_layout(
             width="48px", height="48px", min_width="48px")), style.PICKER_THUMB)
         note = (f'<div class="{style.ERROR}" style="font-size:11px">{escape(self.reason)}</div>'
                 if self.reason else "")
@@ -41,20 +44,49 @@ class PickerItem:
             f"<b>{escape(spec.name)}</b> <span style='opacity:.6;font-size:11px'>"
             f"{escape(spec.category)}</span><div style='font-size:12px;line-height:1.2'>"
             f"{escape(spec.doc)}</div>{note}", tooltip=self.reason or spec.doc,
-            layout=w.Layout(flex="1 1 auto", margin="0 4px"))
+            layout=style.shared_layout(flex="1 1 auto", margin="0 4px"),
+            style=style.shared_style(w.HTML))
         self.add = style.classed(w.Button(
             description="add", icon="plus", disabled=bool(self.reason),
             tooltip=self.reason or f"add a {spec.name} step to the chain",
-            layout=w.Layout(width="70px", min_width="70px")), style.PICKER_ADD)
+            layout=style.shared_layout(width="70px", min_width="70px"),
+            style=style.shared_style(w.Button)), style.PICKER_ADD)
         self.add.on_click(lambda _: on_add(spec.name))
-        self.widget = style.classed(w.HBox([self.thumb, self.text, self.add], layout=w.Layout(
-            align_items="center", padding="2px 0")), style.PICKER_ITEM)
+        self.widget = style.classed(w.HBox([self.thumb, self.text, self.add],
+                                           layout=style.shared_layout(align_items="center",
+                                                                      padding="2px 0")),
+                                    style.PICKER_ITEM)
         if self.reason:
             self.widget.add_class(style.PICKER_ITEM_DISABLED)
 
     @property
     def available(self) -> bool:
         return not self.reason
+
+
+class PickerItems(Mapping[str, PickerItem]):
+    """Every catalog operator's row by name, each made the first time it is asked for."""
+
+    def __init__(self, catalog: Catalog, make: Callable[[OpSpec], PickerItem]) -> None:
+        self._catalog = catalog
+        self._make = make
+        self._made: dict[str, PickerItem] = {}
+
+    def __getitem__(self, name: str) -> PickerItem:
+        if name not in self._made:
+            self._made[name] = self._make(self._catalog[name])  # KeyError for unknown names
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._catalog))
+
+    def __len__(self) -> int:
+        return len(self._catalog)
+
+    @property
+    def made(self) -> int:
+        """How many rows exist so far."""
+        return len(self._made)
 
 
 class Picker:
@@ -66,8 +98,7 @@ class Picker:
         self.catalog = catalog
         self.on_add = on_add
         self.on_visible = on_visible
-        self.items: dict[str, PickerItem] = {
-            name: PickerItem(spec, device, on_add) for name, spec in catalog.items()}
+        self.items = PickerItems(catalog, lambda spec: PickerItem(spec, device, on_add))
         self.search = style.classed(w.Text(
             placeholder="search operators (Enter adds the first match)",
             continuous_update=True, layout=w.Layout(width="100%")), style.PICKER_SEARCH)
@@ -78,12 +109,12 @@ class Picker:
         self.hint = w.HTML()
         categories = [c for c in CATEGORIES if catalog_has(catalog, c)]
         self.tabs = w.Tab(children=[
-            w.VBox([self.items[s.name].widget for s in catalog.by_category(c)],
-                   layout=w.Layout(max_height="360px", overflow="auto"))
-            for c in categories])
+            w.VBox(layout=style.shared_layout(max_height="360px", overflow="auto"))
+            for _ in categories])
         self.tabs.titles = tuple(categories)
-        self.tabs.observe(lambda _: self._announce(), "selected_index")
         self.categories = categories
+        self._fill()
+        self.tabs.observe(lambda _: self._announce(), "selected_index")
         self.widget = style.classed(w.VBox([self.search, self.hint, self.results, self.tabs]),
                                     style.PICKER)
 
@@ -120,7 +151,18 @@ class Picker:
     def set_thumbnail(self, op: str, data: bytes) -> None:
         self.items[op].thumb.value = data
 
+    def _fill(self) -> None:
+        """Put the selected category's rows in its tab (made the first time it is shown)."""
+        if not self.categories:
+            return
+        index = self.tabs.selected_index or 0
+        tab = self.tabs.children[index]
+        if not tab.children:
+            tab.children = [self.items[s.name].widget
+                            for s in self.catalog.by_category(self.categories[index])]
+
     def _announce(self) -> None:
+        self._fill()
         if self.on_visible is not None:
             self.on_visible(self.visible())
 

@@ -21,6 +21,7 @@ from dali_gallery.pipelines.images import ORIGINAL_SIZE, PREVIEW_SIZES
 
 from . import style
 from .inspector import Inspector
+from .style import shared_layout
 
 SIZES: tuple[tuple[str, int], ...] = (
     *((f"{s} px", s) for s in PREVIEW_SIZES), ("original", ORIGINAL_SIZE))
@@ -59,24 +60,24 @@ class PreviewGrid:
         self.draws = style.classed(w.IntSlider(
             value=draws, min=1, max=MAX_DRAWS, description="draws", continuous_update=False,
             tooltip="independent random draws per image (columns)",
-            style={"description_width": "44px"}, layout=w.Layout(width="190px")), style.DRAWS)
+            style={"description_width": "44px"}, layout=shared_layout(width="190px")), style.DRAWS)
         self.count = style.classed(w.IntSlider(
             value=count, min=1, max=max(1, max_images), description="images",
             continuous_update=False, tooltip="how many images (rows) to preview",
-            style={"description_width": "48px"}, layout=w.Layout(width="190px")),
+            style={"description_width": "48px"}, layout=shared_layout(width="190px")),
             style.N_IMAGES)
         self.size = style.classed(w.Dropdown(
             options=list(SIZES), value=size if size in dict(SIZES).values() else 256,
             description="size", tooltip="longest side the images are decoded to for the "
             "preview; 'original' gives exact parity with the exported pipeline",
-            style={"description_width": "32px"}, layout=w.Layout(width="140px")), style.SIZE)
+            style={"description_width": "32px"}, layout=shared_layout(width="140px")), style.SIZE)
         self.seed = style.classed(w.BoundedIntText(
             value=seed, min=0, max=2**31 - 1, description="seed",
             tooltip="the pipeline seed (saved in the preset and the exported code)",
-            style={"description_width": "34px"}, layout=w.Layout(width="150px")), style.SEED)
+            style={"description_width": "34px"}, layout=shared_layout(width="150px")), style.SEED)
         self.new_draw = style.classed(w.Button(
             description="new draw", icon="dice", tooltip="pick a new random seed (the "
-            "exported code uses it too)", layout=w.Layout(width="110px")), style.NEW_DRAW)
+            "exported code uses it too)", layout=shared_layout(width="110px")), style.NEW_DRAW)
         self.status = style.classed(w.HTML(), style.STATUS)
         self.error = style.classed(w.HTML(layout=w.Layout(display="none")), style.ERROR)
         note = w.HTML(f'<div style="opacity:.7;font-size:12px">{PARITY_NOTE}</div>')
@@ -85,7 +86,7 @@ class PreviewGrid:
         self._rows: list[w.HBox] = []
         self._inspector_row: int | None = None
         controls = w.HBox([self.draws, self.count, self.size, self.seed, self.new_draw],
-                          layout=w.Layout(flex_flow="row wrap", align_items="center"))
+                          layout=shared_layout(flex_flow="row wrap", align_items="center"))
         self.widget = style.classed(w.VBox([controls, note, self.status, self.error, self.rows]),
                                     style.PREVIEW)
         self.originals: list[w.Image] = []
@@ -116,7 +117,7 @@ class PreviewGrid:
         for i in range(n):
             original = style.classed(w.Image(format="jpeg"), style.PREVIEW_ORIGINAL)
             name = style.classed(w.HTML(), style.PREVIEW_NAME)
-            cells = [style.classed(w.VBox([original, name], layout=w.Layout(width=width)),
+            cells = [style.classed(w.VBox([original, name], layout=shared_layout(width=width)),
                                    style.PREVIEW_CELL)]
             tiles, captions = [], []
             for d in range(draws):
@@ -130,15 +131,15 @@ class PreviewGrid:
                 zoom.on_click(self._inspect(i, d))
                 caption.on_click(self._inspect(i, d))
                 box = style.classed(w.Box([tile, zoom]), style.TILE_BOX)
-                cells.append(style.classed(w.VBox([box, caption], layout=w.Layout(width=width)),
-                                           style.PREVIEW_CELL))
+                cell = w.VBox([box, caption], layout=shared_layout(width=width))
+                cells.append(style.classed(cell, style.PREVIEW_CELL))
                 tiles.append(tile)
                 captions.append(caption)
             self.originals.append(original)
             self.names.append(name)
             self.tiles.append(tiles)
             self.captions.append(captions)
-            rows.append(style.classed(w.HBox(cells, layout=w.Layout(
+            rows.append(style.classed(w.HBox(cells, layout=shared_layout(
                 flex_flow="row nowrap", align_items="flex-start")), style.PREVIEW_ROW))
         self._rows = rows
         selected = self.inspector.selected

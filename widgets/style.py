@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from html import escape
+from typing import Any
 
 import ipywidgets as w
 
@@ -124,6 +125,28 @@ IMAGE_FILES_LOAD = "dg-image-files-load"
 def param_class(name: str) -> str:
     """``dg-param-<name>``: one parameter's control in a step card."""
     return f"dg-param-{name}"
+
+
+_SHARED: dict[tuple[Any, ...], w.Widget] = {}
+
+
+def shared_layout(**css: str) -> w.Layout:
+    """One Layout model for every widget with these settings. A page restores every widget
+    model the kernel holds before it shows anything, and each widget otherwise brings a
+    Layout of its own; only for widgets whose layout is never changed afterwards."""
+    key = ("layout", *sorted(css.items()))
+    if key not in _SHARED or _SHARED[key].comm is None:  # a closed one is made again
+        _SHARED[key] = w.Layout(**css)
+    return _SHARED[key]  # type: ignore[return-value]
+
+
+def shared_style(widget: type[w.DOMWidget]) -> w.Widget:
+    """One default style model for many widgets of a class (``w.Button``, ``w.HTML``...): the
+    same saving as :func:`shared_layout`, for widgets whose style is never changed."""
+    key = ("style", widget)
+    if key not in _SHARED or _SHARED[key].comm is None:
+        _SHARED[key] = widget.class_traits()["style"].klass()
+    return _SHARED[key]
 
 
 def classed(widget: w.DOMWidget, *classes: str) -> w.DOMWidget:

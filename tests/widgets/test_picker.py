@@ -13,13 +13,29 @@ GPU_ONLY = [n for n, s in CATALOG.items() if not s.cpu]
 def test_every_operator_is_listed_in_its_category_tab(builder):
     picker = builder.picker
     assert set(picker.items) == set(CATALOG)
-    for tab, category in zip(picker.tabs.children, picker.categories, strict=True):
+    for k, (tab, category) in enumerate(zip(picker.tabs.children, picker.categories,
+                                            strict=True)):
+        picker.tabs.selected_index = k  # a tab's rows are made when it is first shown
         shown = [item for item in tab.children]
         assert shown == [picker.items[s.name].widget for s in CATALOG.by_category(category)]
     assert list(picker.tabs.titles) == picker.categories
     for name, item in picker.items.items():
         assert "dg-picker-item" in item.widget._dom_classes
         assert CATALOG[name].doc in item.text.value
+
+
+def test_rows_are_made_when_first_shown_on_shared_layouts(builder):
+    """The page restores every model the kernel holds before it shows anything: the picker
+    makes only the first tab's rows, the others when shown, and its rows share layouts."""
+    picker = builder.picker
+    first = CATALOG.by_category(picker.categories[0])
+    assert picker.items.made == len(first)
+    assert all(not tab.children for tab in picker.tabs.children[1:])
+    picker.search.value = "blur"  # a search makes the rows it shows
+    assert picker.items.made > len(first)
+    a, b = (picker.items[s.name] for s in first[:2])
+    assert a.widget.layout is b.widget.layout and a.add.style is b.add.style
+    assert a.thumb is not b.thumb and a.add is not b.add
 
 
 def test_gpu_only_operators_are_visible_but_disabled_with_the_reason_on_cpu(builder):

@@ -1,0 +1,97 @@
+"""Tracing ahead: pipelines with conditionals are traced by worker processes into the cache;
+the engine's render then loads them (none traced in-process) with output identical to a
+pipeline traced in the engine itself; chains that trace fast, chains with labels or Python
+operators and cached pipelines are not sent; a failed worker is logged and the render traces
+the pipeline itself."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from dali_gallery.gallery.sweep import plan_row, render_row, row_renders
+from dali_gallery.pipelines.catalog import CATALOG
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preset import load
+from dali_gallery.pipelines.trace_ahead import TraceAhead, TraceJob
+from tests.support import SAMPLES, preset_dict
+
+POLICY = [{"op": "rand_augment", "params": {"n": 2, "m": 12}}]
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    eng = PreviewEngine("cpu", num_threads=2, cache=PipelineCache(None))
+    eng.set_images(SAMPLES, max_side=48)
+    out = eng.images[:2]
+    eng.close()
+    return out
+
+
+def engine(arrays, cache: PipelineCache) -> PreviewEngine:
+    eng = PreviewEngine("cpu", num_threads=2, cache=cache)
+    eng.set_arrays(arrays)
+    return eng
+
+
+def test_a_policy_traced_ahead_renders_as_one_traced_here(arrays, tmp_path):
+    preset = load(preset_dict(POLICY, seed=5))
+    here = engine(arrays, PipelineCache(tmp_path / "here"))
+    expected = here.render(preset, draws=2)
+    assert (here.builds, here.cache_hits) == (1, 0)
+    ahead = engine(arrays, PipelineCache(tmp_path / "ahead"))
+    assert ahead.trace_ahead([(preset, 2)], workers=1) == 1
+    assert ahead.trace_ahead([(preset, 2)]) == 0  # already under way
+    got = ahead.render(preset, draws=2)
+    assert (ahead.builds, ahead.cache_hits) == (1, 1)  # loaded: not traced in this process
+    for x, y in zip(expected.images, got.images, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert [r.to_dict() for r in expected.records] == [r.to_dict() for r in got.records]
+    assert ahead.trace_ahead([(preset, 2)]) == 0  # now in the cache
+    here.close()
+    ahead.close()
+
+
+def test_only_slow_cacheable_pipelines_are_sent(arrays, tmp_path):
+    eng = engine(arrays, PipelineCache(tmp_path))
+    fast = load(preset_dict([{"op": "rotate", "params": {"angle": 10.0}}]))
+    custom = load(preset_dict([{"op": "custom.vignette", "params": {}}, *POLICY]))
+    assert eng.trace_ahead([(fast, 1), (custom, 1)]) == 0
+    eng.set_labels([None] * len(arrays))  # label chains are never cached
+    assert eng.trace_ahead([(load(preset_dict(POLICY)), 1)]) == 0
+    eng.close()
+    off = engine(arrays, PipelineCache(None))
+    assert off.trace_ahead([(load(preset_dict(POLICY)), 1)]) == 0
+    off.close()
+
+
+def test_a_failed_worker_is_logged_and_the_render_traces_it(arrays, tmp_path, caplog):
+    ahead = TraceAhead(workers=1)
+    bad = TraceJob("k" * 40, "raise ValueError('broken chain source')\n", 1, 2, "cpu", 1,
+                   False, True, str(tmp_path))
+    assert ahead.start([bad]) == 1
+    with caplog.at_level(logging.WARNING):
+        assert ahead.wait(bad.key) is False
+    assert ahead.failed == 1 and "broken chain source" in caplog.text
+    assert ahead.wait(bad.key) is False  # nothing pending any more
+    ahead.close()
+
+
+def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):
+    """``row_renders`` names exactly the pipelines ``render_row`` makes, in each mode (a
+    sweep of a build-time magnitude, choices, draws): after tracing ahead, the policy rows
+    trace nothing in the engine's process."""
+    eng = engine(arrays, PipelineCache(tmp_path))
+    plans = [plan_row(CATALOG[op]) for op in ("rand_augment", "auto_augment",
+                                              "trivial_augment")]
+    assert {p.mode for p in plans} == {"sweep", "choices", "draws"}
+    started = sum(eng.trace_ahead(row_renders(p)) for p in plans)
+    assert started == sum(len(row_renders(p)) for p in plans)
+    for plan in plans:
+        result = render_row(eng, plan)
+        assert result.ok, result.error
+    assert eng.builds == eng.cache_hits == started
+    eng.close()
