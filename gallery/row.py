@@ -126,8 +126,41 @@ def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
 
         jpegs = list(_encoder_pool().map(column, range(len(columns))))
     else:
-        jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), columns))
+        first = _ORIGINALS.get(originals, cell, px)
+        jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px),
+                                         columns[1:] if first else columns))
+        if first:
+            jpegs.insert(0, first)
+        else:
+            _ORIGINALS.keep(originals, cell, px, jpegs[0])
     return Strips(jpegs, cell, len(originals), px)
+
+
+class _OriginalsStrips:
+    """The originals column is the same picture on most cards (same images, cell and width):
+    encoded once, not once per card. Entries hold the arrays they were made from and match
+    them by identity, so other images (even at a reused address) never get a stale picture."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._entries: list[tuple[list[np.ndarray], tuple[int, int], int, bytes]] = []
+        self._lock = threading.Lock()
+
+    def get(self, originals: Sequence[np.ndarray], cell: tuple[int, int], px: int) -> bytes:
+        with self._lock:
+            for arrays, c, p, jpeg in self._entries:
+                if (c, p) == (cell, px) and len(arrays) == len(originals) and all(
+                        a is b for a, b in zip(arrays, originals, strict=True)):
+                    return jpeg
+        return b""
+
+    def keep(self, originals: Sequence[np.ndarray], cell: tuple[int, int], px: int,
+             jpeg: bytes) -> None:
+        with self._lock:
+            self._entries = [(list(originals), cell, px, jpeg), *self._entries][:self._size]
+
+
+_ORIGINALS = _OriginalsStrips()
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -85,6 +85,21 @@ def test_a_wide_and_a_tall_image_share_a_cell_without_being_stretched():
     assert abs(h / w - 2) < 0.05, (w, h)
 
 
+def test_the_originals_column_is_encoded_once_for_the_same_images():
+    """Every card shows the same originals: encoded once; other arrays (equal content,
+    other objects), another cell or another width get their own picture."""
+    a, b = tiles(64, [(200, 30, 30), (30, 30, 200)])
+    result = RowResult(plan_row(CATALOG["brightness"]), [[a, b]] * 4)
+    first = row_strips(result, [a, b], PX)
+    again = row_strips(result, [a, b], PX)
+    assert again.jpegs[0] is first.jpegs[0]
+    copies = row_strips(result, [a.copy(), b.copy()], PX)
+    assert copies.jpegs[0] is not first.jpegs[0] and copies.jpegs[0] == first.jpegs[0]
+    wider = row_strips(result, [a, b], tile_px(512))
+    assert wider.jpegs[0] is not first.jpegs[0]
+    assert np.abs(decode(first.jpegs[0])[16, 16] - np.array((200, 30, 30))).max() < 12
+
+
 def make_row(n: int = 2, on_zoom=None) -> Row:
     plan = plan_row(CATALOG["rotate"])
     cols = [[np.full((64, 96, 3), 40 * k, dtype=np.uint8) for _ in range(n)]
