@@ -26,7 +26,7 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import OpSpec
 from dali_gallery.pipelines.display import encode_image, to_display
-from dali_gallery.widgets.style import ZOOM_CSS, close_tree
+from dali_gallery.widgets.style import ZOOM_CSS, close_tree, shared_layout, shared_style
 from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
 from .sweep import RowResult
@@ -201,12 +201,14 @@ class Row:
         head = W.HTML(
             f"<b>{html.escape(spec.name)}</b> <small>{html.escape(spec.category)}"
             f"{' &middot; GPU only' if not spec.cpu else ''}{sweep}</small><br>"
-            f"<small>{html.escape(spec.doc)}</small>")
+            f"<small>{html.escape(spec.doc)}</small>", layout=shared_layout(),
+            style=shared_style(W.HTML))
         head.add_class("dg-gallery-head")
+        buttons = shared_style(W.ToggleButtons, button_width=f"{px}px")
         self.add = W.ToggleButtons(
             options=[(c.button, k) for k, c in enumerate(plan.columns)], index=None,
             tooltips=[f"add {self.op} with {c.label} to the builder" for c in plan.columns],
-            style={"button_width": f"{px}px"})
+            style=buttons, layout=shared_layout())
         self.add.add_class("dg-gallery-add")
         self.add.observe(self._clicked, names="index")
         self.images = [self._image(data, "dg-gallery-tile" if k else "dg-gallery-original", px)
@@ -214,12 +216,14 @@ class Row:
         self.zoom_buttons: W.ToggleButtons | None = None
         body: list[W.Widget] = []
         if self.images:
-            original = W.HTML("original", layout=W.Layout(width=f"{px}px"))
+            original = W.HTML("original", layout=shared_layout(width=f"{px}px"),
+                              style=shared_style(W.HTML))
             original.add_class("dg-gallery-label")
             self.zoom_buttons = self._zoom_overlay()
-            strips_box = W.Box([W.HBox(self.images), self.zoom_buttons])
+            strips_box = W.Box([W.HBox(self.images, layout=shared_layout()),
+                                self.zoom_buttons], layout=shared_layout())
             strips_box.add_class("dg-gallery-strips")
-            body += [strips_box, W.HBox([original, self.add])]
+            body += [strips_box, W.HBox([original, self.add], layout=shared_layout())]
         else:
             note = W.HTML(html.escape(result.unavailable or result.refused or result.error
                                       or ""))
@@ -229,13 +233,13 @@ class Row:
                 note.add_class("dg-error")
             body += [note, self.add]
         self._body = [head, *body]
-        self.widget = W.VBox(list(self._body))
+        self.widget = W.VBox(list(self._body), layout=shared_layout())
         self.widget.add_class("dg-gallery-row")
         self.widget.add_class(f"dg-gallery-row-{slug(self.op)}")
 
     @staticmethod
     def _image(jpeg: bytes, css: str, px: int) -> W.Image:
-        img = W.Image(value=jpeg, format="jpeg", layout=W.Layout(width=f"{px}px"))
+        img = W.Image(value=jpeg, format="jpeg", layout=shared_layout(width=f"{px}px"))
         img.add_class(css)
         return img
 
@@ -257,11 +261,11 @@ class Row:
                 tooltips.append(f"a large view of {name}: {self.column_label(k)}")
         buttons = W.ToggleButtons(
             options=options, index=None, tooltips=tooltips,
-            style={"button_width": f"{px}px"},
-            layout=W.Layout(display="grid", grid_template_columns=f"repeat({cols}, {px}px)",
-                            grid_template_rows=f"repeat({n}, {h * scale:.2f}px)",
-                            grid_gap=f"{GAP_PX * scale:.2f}px {COLUMN_GAP_PX}px",
-                            margin=f"0 0 0 {COLUMN_GAP_PX // 2}px"))
+            style=shared_style(W.ToggleButtons, button_width=f"{px}px"),
+            layout=shared_layout(display="grid", grid_template_columns=f"repeat({cols}, {px}px)",
+                                 grid_template_rows=f"repeat({n}, {h * scale:.2f}px)",
+                                 grid_gap=f"{GAP_PX * scale:.2f}px {COLUMN_GAP_PX}px",
+                                 margin=f"0 0 0 {COLUMN_GAP_PX // 2}px"))
         buttons.add_class("dg-gallery-zoom")
         buttons.observe(self._zoom_clicked, names="index")
         return buttons

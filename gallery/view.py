@@ -301,7 +301,7 @@ class GalleryView:
             spec = self.catalog[op]
             with self._lock:
                 done = op in self.results
-            if done or spec.unavailable_on(self.engine.device) is not None:
+            if done or not spec.conditionals or spec.unavailable_on(self.engine.device):
                 continue
             try:
                 if self.engine.trace_ahead(row_renders(plan_row(spec, self.steps), self.seed,

@@ -8,15 +8,22 @@ gallery starts, so they trace side by side while the engine renders the other ro
 of one of them waits for its worker, then loads the pipeline from the cache
 (:mod:`.pipeline_cache`) as it would any cached pipeline. A worker that fails is logged with
 its reason and the render traces the pipeline itself: the same pipeline, only later.
+
+Workers are plain ``python -m`` processes given jobs on stdin, not ``multiprocessing``: its
+spawn start re-imports the parent's main script, which fails (or runs the script again) in a
+script without a ``__main__`` guard.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
-import multiprocessing
 import os
+import subprocess
+import sys
 import tempfile
-from concurrent.futures import Future, ProcessPoolExecutor
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +32,11 @@ from .generated_module import import_source
 from .pipeline_cache import PipelineCache
 from .preview_pipeline import MODULE_PREFIX, build_pipeline
 
-MAX_WORKERS = 8
-WAIT_S = 300.0
+MAX_WORKERS = 12
+"""A cold gallery has nine such pipelines: on a 16-core host each gets its own worker."""
+ANSWER = b"dali-gallery-traced "
+"""How a worker's answer line starts (other output on its stdout is not an answer)."""
+WAIT_S = 120.0
 """How long a render waits for its worker before tracing the pipeline itself."""
 _log = logging.getLogger(__name__)
 
@@ -49,70 +59,170 @@ class TraceJob:
 def trace_to_cache(job: TraceJob) -> str:
     """Worker process: import the chain's source, make its pipeline as the engine does
     (``build_pipeline``) and store it serialized under ``job.key``."""
+    cache = PipelineCache(job.folder)
+    if not cache.enabled:
+        raise RuntimeError(f"the pipeline cache folder {job.folder} is not usable")
     with tempfile.TemporaryDirectory(prefix="dali-gallery-trace-") as folder:
         module = import_source(job.code, Path(folder), f"{MODULE_PREFIX}{job.key[:16]}")
         pipe = build_pipeline(module, job.seed, job.batch, job.device, job.threads, False,
                               job.checkpoints, job.conditionals)
         blob = pipe.serialize()
-    cache = PipelineCache(job.folder)
-    if not cache.enabled:
-        raise RuntimeError(f"the pipeline cache folder {job.folder} is not usable")
     cache.store(job.key, blob, job.checkpoints)
     return job.key
 
 
+MIN_CORES = 4
+"""Fewer cores than this: no workers. On the 2-core machine a worker saved 2.6 s of a 9.6 s
+cold gallery, but every kernel of a served app starting its own worker there (a test server
+with several pages) left the kernels too little CPU to answer in time."""
+
+
 def default_workers() -> int:
-    """One core stays with the engine; at most :data:`MAX_WORKERS`."""
-    return max(1, min(MAX_WORKERS, (os.cpu_count() or 2) - 1))
+    """Workers for this machine: none under :data:`MIN_CORES` cores (those this process may
+    use), else one core stays with the engine; at most :data:`MAX_WORKERS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    return 0 if cores < MIN_CORES else min(MAX_WORKERS, cores - 1)
+
+
+def _environment() -> dict[str, str]:
+    """The parent's environment, with its import path (a kernel may have added to it)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).is_dir())
+    return env
+
+
+class _Worker:
+    """One worker process: jobs go in as JSON lines on its stdin, and it answers one JSON line
+    per job on stdout, in order; a reader thread files the answers by key."""
+
+    def __init__(self, results: dict[str, threading.Event], answers: dict[str, str | None]):
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.errors, env=_environment())
+        self.jobs: list[str] = []
+        self._events = results
+        self._answers = answers
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name="dali-gallery-trace-ahead")
+        self._reader.start()
+
+    def send(self, job: TraceJob) -> None:
+        assert self.process.stdin is not None
+        self.jobs.append(job.key)
+        self.process.stdin.write(json.dumps(dataclasses.asdict(job)).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        answered = set()
+        for line in self.process.stdout:  # anything else a library prints there is skipped
+            if line.startswith(ANSWER):
+                answer = json.loads(line[len(ANSWER):])
+                self._answer(answer["key"], answer["error"])
+                answered.add(answer["key"])
+        code = self.process.wait()  # the worker ended: whatever it still had failed
+        self.errors.seek(0)
+        lines = self.errors.read().decode("utf-8", "replace").strip().splitlines()
+        why = f"the worker ended (exit status {code}: {lines[-1] if lines else 'no output'})"
+        for key in self.jobs:
+            if key not in answered:
+                self._answer(key, why)
+
+    def _answer(self, key: str, error: str | None) -> None:
+        self._answers[key] = error
+        event = self._events.get(key)
+        if event is not None:
+            event.set()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._reader.join(timeout=5)  # it reads the error file once the process ended
+        self.errors.close()
 
 
 class TraceAhead:
-    """Worker processes tracing pipelines into a cache, and the keys they are working on."""
+    """Worker processes (at most ``workers``) tracing pipelines into a cache, and the keys
+    they were given. A worker keeps DALI's autograph conversions between its jobs, so on a
+    machine with few cores one worker traces them all faster than a process each would."""
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or default_workers()
-        self._pool: ProcessPoolExecutor | None = None
-        self._pending: dict[str, Future[str]] = {}
+        self.workers = default_workers() if workers is None else workers
+        self._pool: list[_Worker] = []
+        self._events: dict[str, threading.Event] = {}
+        self._answers: dict[str, str | None] = {}
         self.started = 0
         self.failed = 0
 
     def start(self, jobs: list[TraceJob]) -> int:
-        """Hand ``jobs`` not already under way to the workers; returns how many were new."""
-        new = [j for j in jobs if j.key not in self._pending]
-        if not new:
+        """Give ``jobs`` not already given to the least loaded worker (a new one while fewer
+        than ``workers`` run); returns how many were new."""
+        if self.workers < 1:
             return 0
-        if self._pool is None:  # spawn: a forked DALI or CUDA state is not safe to reuse
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        new = [j for j in jobs if j.key not in self._events]
         for job in new:
-            self._pending[job.key] = self._pool.submit(trace_to_cache, job)
-        self.started += len(new)
+            try:
+                if len(self._pool) < self.workers:
+                    self._pool.append(_Worker(self._events, self._answers))
+                worker = min(self._pool, key=lambda w: len(w.jobs))
+                self._events[job.key] = threading.Event()
+                worker.send(job)
+            except OSError as e:  # no worker: the render traces it
+                self._events.pop(job.key, None)
+                self.failed += 1
+                _log.warning("tracing ahead could not start pipeline %s (%s); it is traced "
+                             "when rendered", job.key, e)
+                continue
+            self.started += 1
         return len(new)
 
     def pending(self, key: str) -> bool:
-        return key in self._pending
+        return key in self._events
 
     def wait(self, key: str, timeout: float = WAIT_S) -> bool:
-        """Wait for the worker on ``key`` (if any); True when it stored the pipeline. A failed
-        worker is logged with its reason and False returned: the caller traces it itself."""
-        future = self._pending.pop(key, None)
-        if future is None:
+        """Wait for the worker on ``key``; True when it stored the pipeline. A failed or late
+        worker is logged with its reason; False: the caller traces it itself."""
+        event = self._events.get(key)
+        if event is None:
             return False
-        try:
-            future.result(timeout=timeout)
-        except Exception as e:  # a worker's error or a broken pool: logged, then traced here
-            self.failed += 1
-            _log.warning("tracing ahead failed for pipeline %s (%s: %s); tracing it here",
-                         key, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
-            future.cancel()
-            return False
-        return True
+        done = event.wait(timeout)
+        del self._events[key]
+        error = self._answers.pop(key, None) if done else f"no result within {timeout:.0f} s"
+        if error is None:
+            return True
+        self.failed += 1
+        _log.warning("tracing ahead failed for pipeline %s (%s); tracing it here", key, error)
+        return False
 
     def close(self) -> None:
         """Stop the workers; pipelines not yet traced are dropped (a render traces them)."""
-        for future in self._pending.values():
-            future.cancel()
-        self._pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        for worker in self._pool:
+            worker.close()
+        self._pool = []
+        self._events = {}
+
+
+def main() -> None:
+    """A worker: a :class:`TraceJob` per JSON line on stdin, an answer per line on stdout
+    (``{"key": ..., "error": null}`` when stored, else the error's type and message)."""
+    answers = sys.stdout.buffer
+    sys.stdout = sys.stderr  # prints of the traced code stay out of the answers
+    parent = os.getppid()
+    for line in sys.stdin.buffer:
+        if os.getppid() != parent:  # the engine's process is gone (a culled kernel): its
+            return  # queued jobs are not worth a core any more
+        job = TraceJob(**json.loads(line))
+        error = None
+        try:
+            trace_to_cache(job)
+        except Exception as e:  # answered, with its reason, to the engine, which traces it
+            error = f"{type(e).__name__}: {e}".splitlines()[0]
+        answers.write(ANSWER + json.dumps({"key": job.key, "error": error}).encode() + b"\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -140,12 +140,12 @@ def shared_layout(**css: str) -> w.Layout:
     return _SHARED[key]  # type: ignore[return-value]
 
 
-def shared_style(widget: type[w.DOMWidget]) -> w.Widget:
-    """One default style model for many widgets of a class (``w.Button``, ``w.HTML``...): the
-    same saving as :func:`shared_layout`, for widgets whose style is never changed."""
-    key = ("style", widget)
+def shared_style(widget: type[w.DOMWidget], **settings: str) -> w.Widget:
+    """One style model for many widgets of a class (``w.Button``, ``w.HTML``...) with these
+    settings: the same saving as :func:`shared_layout`, for styles never changed later."""
+    key = ("style", widget, *sorted(settings.items()))
     if key not in _SHARED or _SHARED[key].comm is None:
-        _SHARED[key] = widget.class_traits()["style"].klass()
+        _SHARED[key] = widget.class_traits()["style"].klass(**settings)
     return _SHARED[key]
 
 

@@ -68,6 +68,17 @@ def test_only_slow_cacheable_pipelines_are_sent(arrays, tmp_path):
     off.close()
 
 
+def test_no_workers_on_a_machine_with_few_cores(arrays, tmp_path, monkeypatch):
+    """Every kernel of a served app would start its own: under four cores, none."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1})
+    assert TraceAhead().workers == 0
+    eng = engine(arrays, PipelineCache(tmp_path))
+    assert eng.trace_ahead([(load(preset_dict(POLICY)), 1)]) == 0
+    eng.close()
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(16)))
+    assert TraceAhead().workers == 12
+
+
 def test_a_failed_worker_is_logged_and_the_render_traces_it(arrays, tmp_path, caplog):
     ahead = TraceAhead(workers=1)
     bad = TraceJob("k" * 40, "raise ValueError('broken chain source')\n", 1, 2, "cpu", 1,
@@ -88,7 +99,7 @@ def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):
     plans = [plan_row(CATALOG[op]) for op in ("rand_augment", "auto_augment",
                                               "trivial_augment")]
     assert {p.mode for p in plans} == {"sweep", "choices", "draws"}
-    started = sum(eng.trace_ahead(row_renders(p)) for p in plans)
+    started = sum(eng.trace_ahead(row_renders(p), workers=2) for p in plans)
     assert started == sum(len(row_renders(p)) for p in plans)
     for plan in plans:
         result = render_row(eng, plan)
