@@ -1,7 +1,8 @@
 """The labels panel's "classification | detection" pick: detection shows an annotated set.
 
 Picking detection loads the annotations of the images folder when the panel offers a file there
-whose name looks like them (``instances.json``...). Otherwise it switches the images to the
+whose name looks like them (``instances.json``...), or else its YOLO labels (a ``.txt`` per
+image). Otherwise it switches the images to the
 bundled samples that ship with a hand-drawn COCO file (:data:`SAMPLE_ANNOTATIONS`), through
 the images panel's own samples loader (so a served app's checks apply as for its "bundled
 samples" button, and the app's gallery follows), showing the annotated ones, and loads that
@@ -90,10 +91,10 @@ class TaskPick:
         if found is not None and not _same(panel.images_folder(), SAMPLES_DIR):
             return panel.load_found(found)
         if self._samples is None:
-            return self._refuse("the images folder has no annotations file (a COCO .json "
-                                "named like instances.json), and this builder has no bundled "
-                                "samples to show instead: upload a .json or load a folder "
-                                "with one")
+            return self._refuse("the images folder has no annotations (a COCO .json named "
+                                "like instances.json, or YOLO .txt labels), and this builder "
+                                "has no bundled samples to show instead: upload a .json or "
+                                "load a folder with annotations")
         image_problems = self._samples(annotated_samples())
         if not _same(panel.images_folder(), SAMPLES_DIR):
             why = f": {image_problems[0].message}" if image_problems else ""

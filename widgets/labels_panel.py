@@ -141,11 +141,13 @@ class LabelsPanel:
 
     def likely_found(self) -> str | None:
         """The first ``.json`` offered in the images folder whose name looks like annotations
-        (``instances``, ``coco``...), None when there is none."""
-        for _, value in self.found.options or ():
-            if value != YOLO and any(k in str(value).lower() for k in LIKELY):
-                return str(value)
-        return None
+        (``instances``, ``coco``...), else ``"yolo"`` when the folder has YOLO labels (.txt
+        files), None when it has neither."""
+        values = [str(value) for _, value in self.found.options or ()]
+        for value in values:
+            if value != YOLO and any(k in value.lower() for k in LIKELY):
+                return value
+        return YOLO if YOLO in values else None
 
     def failed(self, message: str) -> None:
         """Show why the labels could not be loaded (they stay as they were)."""

@@ -51,21 +51,26 @@ class ZoomView:
                  on_close: Callable[[], None] | None = None) -> None:
         self.fmt = fmt
         self.on_close = on_close
-        self.title = w.HTML()
+        # static parts share their layouts and styles (a page restores every model); the two
+        # images' widths and the view's display change, so those layouts are their own
+        static, text = style.shared_layout(), style.shared_style(w.HTML)
+        self.title = w.HTML(layout=static, style=text)
         self.large = style.classed(w.Image(format=fmt), style.ZOOM_LARGE)
         self.original = style.classed(w.Image(format=fmt), style.ZOOM_ORIGINAL)
-        self.large_caption = w.HTML()
-        self.original_caption = w.HTML()
+        self.large_caption = w.HTML(layout=static, style=text)
+        self.original_caption = w.HTML(layout=static, style=text)
         self.close_button = style.classed(w.Button(
             description="\u2715", tooltip="close the large view",
-            layout=w.Layout(width="36px")), style.ZOOM_CLOSE)
+            layout=style.shared_layout(width="36px"), style=style.shared_style(w.Button)),
+            style.ZOOM_CLOSE)
         self.close_button.on_click(lambda _: self._close())
-        pair = w.HBox([w.VBox([self.large, self.large_caption]),
-                       w.VBox([self.original, self.original_caption])],
-                      layout=w.Layout(flex_flow="row nowrap", align_items="flex-start"))
+        pair = w.HBox([w.VBox([self.large, self.large_caption], layout=static),
+                       w.VBox([self.original, self.original_caption], layout=static)],
+                      layout=style.shared_layout(flex_flow="row nowrap",
+                                                 align_items="flex-start"))
         pair.add_class(style.ZOOM_PAIR)
-        head = [w.HBox([self.title, self.close_button],
-                       layout=w.Layout(justify_content="space-between"))] if header else []
+        head = [w.HBox([self.title, self.close_button], layout=style.shared_layout(
+            justify_content="space-between"))] if header else []
         self.widget = style.classed(w.VBox([*head, pair], layout=w.Layout(display="none")),
                                     style.ZOOM)
         self.shown: tuple[str, ...] | None = None

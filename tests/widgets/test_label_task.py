@@ -69,6 +69,22 @@ def test_detection_loads_the_folders_own_annotations(plain):
         b.close()
 
 
+def test_detection_loads_the_folders_yolo_labels(plain):
+    """A YOLO folder (a .txt per image) used to make detection switch to the samples."""
+    (plain / "a.txt").write_text("0 0.5 0.5 0.25 0.5\n1 0.2 0.2 0.1 0.1\n")
+    (plain / "b.txt").write_text("")
+    b = make(plain)
+    try:
+        assert b.labels.likely_found() == "yolo"
+        assert b.labels.task.pick(DETECTION) == []
+        assert b.labels.task.value == DETECTION
+        assert b.live.source.folder == plain and b.renderer.names == ["a.png", "b.png"]
+        assert [len(s.boxes) for s in b.engine.labels] == [2, 0]
+        assert b.renderer.labels.origin == "YOLO labels"
+    finally:
+        b.close()
+
+
 def test_the_pick_follows_labels_loaded_or_removed_otherwise(plain):
     b = make(plain)
     try:
