@@ -46,7 +46,7 @@ def dali_tail(resize_shorter: float, crop: tuple[int, int]) -> np.ndarray:
 def dali_normalize(mean: float, std: float, dtype: str) -> np.ndarray:
     """Plain DALI crop_mirror_normalize (as exported: mean and std times 255) on black and
     white pixels, the two ends of the input range."""
-    dali_type = {"float32": types.FLOAT, "float16": types.FLOAT16}[dtype]
+    dali_type = {"float32": types.FLOAT, "float16": types.FLOAT16, "uint8": types.UINT8}[dtype]
     pixels = np.array([[[0, 0, 0], [255, 255, 255]]], np.uint8)
 
     @pipeline_def(batch_size=1, num_threads=1, device_id=None)
@@ -102,6 +102,21 @@ def test_a_normalisation_within_the_dtype_is_accepted_and_finite(mean, std, dtyp
 def test_a_mean_alone_can_overflow_float16():
     assert tail_problem({"mean": [300.0], "dtype": "float16"}) is not None  # 255 * 300 > 65504
     assert tail_problem({"mean": [300.0], "dtype": "float32"}) is None
+
+
+def test_a_normalisation_into_uint8_is_refused_as_dali_would_lose_it():
+    """Plain DALI saturates ImageNet-normalised values into 0..2 of uint8: refused, with the
+    span and what is allowed; no mean and std, or the identity, pass."""
+    lost = dali_normalize(0.485, 0.229, "uint8")
+    assert set(np.unique(lost)) <= {0.0, 1.0, 2.0, 3.0}  # what training would have seen
+    problem = tail_problem({"mean": [0.485], "std": [0.229], "dtype": "uint8"})
+    assert problem is not None and "dtype 'uint8'" in problem and "-2.12 to 2.25" in problem
+    assert "allowed: a float32 or float16 dtype, or no mean and std" in problem
+    assert tail_problem({"mean": [0.0], "std": [1.0], "dtype": "uint8"}) is not None  # 0..1
+    assert tail_problem({"dtype": "uint8"}) is None
+    assert tail_problem({"mean": [0.0], "std": [1 / 255], "dtype": "uint8"}) is None
+    kept = dali_normalize(0.0, 1 / 255, "uint8")  # the identity: black and white stay
+    assert (kept.min(), kept.max()) == (0.0, 255.0)
 
 
 # ---- 5. one validation for documents and Presets built in code --------------------------------
