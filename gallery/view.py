@@ -1,17 +1,16 @@
 """The gallery tab: every catalog operator rendered live by DALI on the current images.
 
-One card per operator (:mod:`gallery.row`): the originals, then the operator at several
-magnitudes or choices (:mod:`gallery.sweep`), each column labelled with its value and an "add"
-button; the size control sets how large tiles are shown, and clicking a tile opens a large
-view of it in its card with the original beside it.
-Rows render on the widgets' render scheduler (:mod:`widgets.scheduler`: one job at a time, the
-newest wins) and stream in with a progress bar. Every change of images, size or filter starts a
-new generation; the job of an older one stops at its next row, so an outdated render never
-reaches the page. Cards stay valid across filter changes (only the images and the size
-invalidate them), so filtering never renders again. Widget changes made for the worker run on
-the kernel's main thread (:mod:`widgets.ui_thread`). With labels (:meth:`GalleryView.set_labels`,
-:mod:`.view_labels`) every row moves them with its pixels and draws them; "show labels" only
-draws the rows again, from the renders they have.
+One card per operator (:mod:`gallery.row`): the originals, then the operator at several magnitudes
+or choices (:mod:`gallery.sweep`), each column labelled with its value and an "add" button; the
+size control sets how large tiles are shown, and clicking a tile opens a large view of it in its
+card with the original beside it. Rows render on the widgets' render scheduler
+(:mod:`widgets.scheduler`: one job at a time, the newest wins) and stream in with a progress bar.
+Every change of images, size or filter starts a new generation; the job of an older one stops at
+its next row, so an outdated render never reaches the page. Cards stay valid across filter changes
+(only the images and the size invalidate them), so filtering never renders again. Widget changes
+made for the worker run on the kernel's main thread (:mod:`widgets.ui_thread`). With labels
+(:meth:`GalleryView.set_labels`, :mod:`.view_labels`) every row moves them with its pixels and
+draws them; "show labels" only draws the rows again, from the renders they have.
 """
 
 from __future__ import annotations
@@ -296,17 +295,16 @@ class GalleryView:
     def _trace_ahead(self, ops: list[str]) -> list[str]:
         """Worker thread: rows whose pipelines trace slowly (conditionals, not cached) start
         tracing in worker processes and are rendered last (cards keep catalog order)."""
+        with self._lock:
+            todo = [self.catalog[op] for op in ops if op not in self.results]
         slow = []
-        for op in ops:
-            spec = self.catalog[op]
-            with self._lock:
-                done = op in self.results
-            if done or not spec.conditionals or spec.unavailable_on(self.engine.device):
+        for spec in todo:
+            if not spec.conditionals or spec.unavailable_on(self.engine.device):
                 continue
             try:
-                if self.engine.trace_ahead(row_renders(plan_row(spec, self.steps), self.seed,
-                                                       self.catalog)):
-                    slow.append(op)
+                plan = plan_row(spec, self.steps)
+                if self.engine.trace_ahead(row_renders(plan, self.seed, self.catalog)):
+                    slow.append(spec.name)
             except PresetError:  # an invalid column: its row says so when rendered
                 continue
         self.stats["traced_ahead"] = len(slow)

@@ -1,9 +1,9 @@
 """Slow pipelines traced ahead, in other processes, into the pipeline cache.
 
 DALI traces a chain with conditionals (the auto_aug policies) through autograph: 1-5 s of
-Python each, on one core. A cold gallery has nine of them (four rand_augment magnitudes, four
-auto_augment policies, trivial_augment) and traced them one after another: 11 of the 13.4 s of
-a cold gallery on an H100 host. :class:`TraceAhead` hands them to worker processes when the
+Python each, on one core. A cold gallery has nine of them (the policies' rows: magnitudes,
+named policies, draws) and traced them one after another: 11 of the 13.4 s of a cold gallery
+on an H100 host. :class:`TraceAhead` hands them to worker processes when the
 gallery starts, so they trace side by side while the engine renders the other rows; a render
 of one of them waits for its worker, then loads the pipeline from the cache
 (:mod:`.pipeline_cache`) as it would any cached pipeline. A worker that fails is logged with
