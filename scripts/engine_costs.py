@@ -85,7 +85,8 @@ def variant(*, dynamic: bool | None = None, records: bool = False, checkpoint: b
         if state is not None:
             p._pipe.RestoreFromSerializedCheckpoint(state)
         for out in p.run(**feeds):
-            out.as_cpu() if hasattr(out, "as_cpu") else out
+            if hasattr(out, "as_cpu"):
+                out.as_cpu()  # on the host, as a preview needs its outputs
 
     return run
 
