@@ -107,13 +107,13 @@ def check_combination(out: Output, problems: list[str]) -> None:
                 f"{max(out.crop)})")
     if out.mean is None and out.std is None:
         return
-    if out.dtype == "uint8":
-        _check_uint8(out, problems)
-        return
-    limit = DTYPE_MAX[out.dtype]
     # crop_mirror_normalize computes (x - mean*255) / (std*255) for pixels x in [0, 255]
     mean = np.array(out.mean or (0.0,), np.float64) * 255  # 1 or 3 values each: they
     std = np.array(out.std or (1 / 255,), np.float64) * 255  # broadcast or pair up
+    if out.dtype == "uint8":
+        _check_uint8(out, mean, std, problems)
+        return
+    limit = DTYPE_MAX[out.dtype]
     with np.errstate(over="ignore", divide="ignore"):
         reach = float(np.max(np.maximum(np.abs(mean), np.abs(255 - mean)) / std))
     if not reach <= limit:
@@ -127,17 +127,16 @@ def check_combination(out: Output, problems: list[str]) -> None:
             "dtype)")
 
 
-def _check_uint8(out: Output, problems: list[str]) -> None:
+def _check_uint8(out: Output, mean: np.ndarray, std: np.ndarray, problems: list[str]) -> None:
     """A uint8 output keeps whole numbers 0..255 (DALI rounds and saturates the rest), so a
     normalisation is lost in it: ImageNet's mean and std give -2.1..2.6, a black image with a
-    few 1s and 2s. Only a mean and std that leave 0..255 as it is (0 and 1/255) pass."""
-    mean = np.array(out.mean or (0.0,), np.float64) * 255
-    std = np.array(out.std or (1 / 255,), np.float64) * 255
+    few 1s and 2s. Only a mean and std that leave 0..255 as it is (0 and 1/255) pass;
+    ``mean`` and ``std`` are DALI's (times 255)."""
+    if np.allclose(mean, 0) and np.allclose(std, 1):
+        return
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         low = float(np.min((0 - mean) / std))
         high = float(np.max((255 - mean) / std))
-    if np.allclose(mean, 0) and np.allclose(std, 1):
-        return
     problems.append(
         f"output: mean {quote(list(out.mean or (0.0,)))} and std "
         f"{quote(list(out.std or (1 / 255,)))} are not allowed with dtype 'uint8'; normalised "

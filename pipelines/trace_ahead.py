@@ -154,7 +154,6 @@ class TraceAhead:
         self._pool: list[_Worker] = []
         self._events: dict[str, threading.Event] = {}
         self._answers: dict[str, str | None] = {}
-        self.started = 0
         self.failed = 0
 
     def start(self, jobs: list[TraceJob]) -> int:
@@ -176,11 +175,7 @@ class TraceAhead:
                 _log.warning("tracing ahead could not start pipeline %s (%s); it is traced "
                              "when rendered", job.key, e)
                 continue
-            self.started += 1
         return len(new)
-
-    def pending(self, key: str) -> bool:
-        return key in self._events
 
     def wait(self, key: str, timeout: float = WAIT_S) -> bool:
         """Wait for the worker on ``key``; True when it stored the pipeline. A failed or late

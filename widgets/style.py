@@ -130,23 +130,25 @@ def param_class(name: str) -> str:
 _SHARED: dict[tuple[Any, ...], w.Widget] = {}
 
 
+def _shared(kind: type[w.Widget], settings: dict[str, str]) -> w.Widget:
+    """The one open ``kind(**settings)`` model (a closed one is made again)."""
+    key = (kind, *sorted(settings.items()))
+    if key not in _SHARED or _SHARED[key].comm is None:
+        _SHARED[key] = kind(**settings)
+    return _SHARED[key]
+
+
 def shared_layout(**css: str) -> w.Layout:
     """One Layout model for every widget with these settings. A page restores every widget
     model the kernel holds before it shows anything, and each widget otherwise brings a
     Layout of its own; only for widgets whose layout is never changed afterwards."""
-    key = ("layout", *sorted(css.items()))
-    if key not in _SHARED or _SHARED[key].comm is None:  # a closed one is made again
-        _SHARED[key] = w.Layout(**css)
-    return _SHARED[key]  # type: ignore[return-value]
+    return _shared(w.Layout, css)  # type: ignore[return-value]
 
 
 def shared_style(widget: type[w.DOMWidget], **settings: str) -> w.Widget:
     """One style model for many widgets of a class (``w.Button``, ``w.HTML``...) with these
     settings: the same saving as :func:`shared_layout`, for styles never changed later."""
-    key = ("style", widget, *sorted(settings.items()))
-    if key not in _SHARED or _SHARED[key].comm is None:
-        _SHARED[key] = widget.class_traits()["style"].klass(**settings)
-    return _SHARED[key]
+    return _shared(widget.class_traits()["style"].klass, settings)
 
 
 def classed(widget: w.DOMWidget, *classes: str) -> w.DOMWidget:
