@@ -180,11 +180,10 @@ class PreviewEngine:
         check_render(self, preset, arrays, draws, tail=tail, overrides=_override,
                      catalog=self.catalog, plan=plan)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
-        module_key = None if key is None else ("module", key, tail, chain_labels)
-        built, was_built = self._pipeline(preset, batch, tail, chain_labels, module_key)
+        built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
         if built.checkpoint is None and built.runs > 0 and not advance:  # fresh RNG state
             self._discard(built)
-            built, was_built = self._pipeline(preset, batch, tail, chain_labels, module_key)
+            built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
         built.runs += 1
         values = feed_values(preset, built.chain.feeds, batch)
         for name, vals in (_override or {}).items():
@@ -248,14 +247,12 @@ class PreviewEngine:
         jobs = []
         for source, draws in renders:
             preset, key = self._memo.preset(source, self.catalog)
-            if key is None or any(self.catalog[s.op].custom for _, s in preset.active_ops()):
+            if key is None:  # not a plain document: validated at its render, not before
                 continue
-            code, chain = self._memo.derived(("module", key, False, None), lambda p=preset:
-                                             preview_module(p, catalog=self.catalog))
+            code, chain = self._module(preset, False, None, key)
             batch = len(self._arrays) * draws
-            cache_key = self.cache.key(code, preset.seed, batch, self.device, False,
-                                       chain.conditionals)
-            if chain.conditionals and not self.cache.has(cache_key):
+            cache_key = self._cache_key(code, preset, batch, False, chain)
+            if chain.conditionals and cache_key is not None and not self.cache.has(cache_key):
                 jobs.append(TraceJob(cache_key, code, preset.seed, batch, self.device,
                                      self.num_threads, chain.checkpoints, chain.conditionals,
                                      str(self.cache.folder)))
@@ -293,12 +290,28 @@ class PreviewEngine:
                 raise StepError(f"{why}: it is kept in the pipeline and exported, but cannot be "
                                 "previewed here (disable it to preview the rest)", i, step.op)
 
+    def _module(self, preset: Preset, tail: bool, labels: LabelSet | None,
+                doc_key: str | None) -> tuple[str, Chain]:
+        """The preview module's source and chain, once per preset document (``doc_key``)."""
+        return self._memo.derived(
+            None if doc_key is None else ("module", doc_key, tail, labels),
+            lambda: preview_module(preset, tail=tail and preset.output is not None,
+                                   catalog=self.catalog, labels=labels))
+
+    def _cache_key(self, code: str, preset: Preset, batch: int, tail: bool,
+                   chain: Chain) -> str | None:
+        """The pipeline cache's key, None for a pipeline it cannot keep: custom Python
+        operators cannot be serialized, and label chains drop boxes in Python."""
+        custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
+        if not self.cache.enabled or custom or chain.labels is not None:
+            return None
+        return self.cache.key(code, preset.seed, batch, self.device,
+                              tail and preset.output is not None, chain.conditionals)
+
     def _pipeline(self, preset: Preset, batch: int, tail: bool,
                   labels: LabelSet | None = None,
-                  memo_key: tuple[Any, ...] | None = None) -> tuple[_Built, bool]:
-        code, chain = self._memo.derived(
-            memo_key, lambda: preview_module(preset, tail=tail and preset.output is not None,
-                                             catalog=self.catalog, labels=labels))
+                  doc_key: str | None = None) -> tuple[_Built, bool]:
+        code, chain = self._module(preset, tail, labels, doc_key)
         key = (code, preset.seed, batch, tail)
         if key in self._pipes:
             self._pipes.move_to_end(key)
@@ -321,12 +334,9 @@ class PreviewEngine:
         operator DALI cannot checkpoint (``OpSpec.checkpoints``) is built without: the engine
         then rebuilds before each render instead of restoring the RNG state. Custom Python
         operators cannot be serialized, so chains with one are always traced."""
+        key = self._cache_key(code, preset, batch, tail, chain)
         tail = tail and preset.output is not None
-        custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
-        custom = custom or chain.labels is not None  # label chains drop boxes in Python
-        key = None
-        if self.cache.enabled and not custom:
-            key = self.cache.key(code, preset.seed, batch, self.device, tail, chain.conditionals)
+        if key is not None:
             if self._ahead is not None:  # a worker tracing it: wait, then load it
                 self._ahead.wait(key)
             loaded = self._from_cache(key)
