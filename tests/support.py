@@ -100,3 +100,24 @@ def write_notebook(path: Path, *sources: str) -> Path:
                                  "language": "python"}
     nbformat.write(nb, path)
     return path
+
+
+def sample_arrays(count: int, max_side: int | None = None) -> list[np.ndarray]:
+    """The first ``count`` bundled samples, decoded by a CPU engine (``max_side``: smaller)."""
+    from dali_gallery.pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.pipeline_cache import PipelineCache
+
+    eng = PreviewEngine("cpu", num_threads=2, cache=PipelineCache(None))
+    eng.set_images(SAMPLES, max_side=max_side)
+    out = eng.images[:count]
+    eng.close()
+    return out
+
+
+def cpu_engine(arrays: list[np.ndarray], cache: Any) -> Any:
+    """A 2-thread CPU engine on ``arrays`` with this pipeline cache."""
+    from dali_gallery.pipelines.engine import PreviewEngine
+
+    eng = PreviewEngine("cpu", num_threads=2, cache=cache)
+    eng.set_arrays(arrays)
+    return eng

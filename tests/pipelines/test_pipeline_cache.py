@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from dali_gallery.pipelines.codegen import chain_source
-from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.export import export_code
 from dali_gallery.pipelines.pipeline_cache import CACHE_ENV, PipelineCache, default_folder
 from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, preset_dict
+from tests.support import cpu_engine, preset_dict, sample_arrays
 
 CHAIN = [
     {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
@@ -27,17 +26,10 @@ CHAIN = [
 
 @pytest.fixture(scope="module")
 def arrays():
-    eng = PreviewEngine("cpu", num_threads=2, cache=PipelineCache(None))
-    eng.set_images(SAMPLES)
-    out = eng.images[:3]
-    eng.close()
-    return out
+    return sample_arrays(3)
 
 
-def engine(arrays, cache: PipelineCache) -> PreviewEngine:
-    eng = PreviewEngine("cpu", num_threads=2, cache=cache)
-    eng.set_arrays(arrays)
-    return eng
+engine = cpu_engine
 
 
 def same(a, b) -> None:

@@ -13,28 +13,20 @@ import pytest
 
 from dali_gallery.gallery.sweep import plan_row, render_row, row_renders
 from dali_gallery.pipelines.catalog import CATALOG
-from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.trace_ahead import TraceAhead, TraceJob
-from tests.support import SAMPLES, preset_dict
+from tests.support import cpu_engine, preset_dict, sample_arrays
 
 POLICY = [{"op": "rand_augment", "params": {"n": 2, "m": 12}}]
 
 
 @pytest.fixture(scope="module")
 def arrays():
-    eng = PreviewEngine("cpu", num_threads=2, cache=PipelineCache(None))
-    eng.set_images(SAMPLES, max_side=48)
-    out = eng.images[:2]
-    eng.close()
-    return out
+    return sample_arrays(2, max_side=48)
 
 
-def engine(arrays, cache: PipelineCache) -> PreviewEngine:
-    eng = PreviewEngine("cpu", num_threads=2, cache=cache)
-    eng.set_arrays(arrays)
-    return eng
+engine = cpu_engine
 
 
 def test_a_policy_traced_ahead_renders_as_one_traced_here(arrays, tmp_path):
