@@ -71,7 +71,7 @@ def load_annotated(engine: Any, annotations_file: str | Path, images_dir: str | 
         with tempfile.TemporaryDirectory(prefix="dali-gallery-coco-") as tmp:
             clean = annotations.write_clean(tmp)  # what passed the checks: safe for DALI
             masks = dali_masks(clean, images_dir, [img.file for img in picked])
-    problems = engine.set_images([images_dir / img.file for img in picked],
+    problems = engine.set_images([img.file for img in picked],  # relative to root
                                  max_side=max_side, root=images_dir)
     if problems:
         listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])

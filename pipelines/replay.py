@@ -81,7 +81,7 @@ def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_i
         raise ValueError(f"batch size {batch_size} is not allowed for a preview; expected 1 "
                          f"to {MAX_BATCH}")
     batch = first_batch(root, shard_id, num_shards, batch_size)
-    problems = engine.set_images([root / f for f in batch.files], max_side=max_side, root=root)
+    problems = engine.set_images(batch.files, max_side=max_side, root=root)  # under root
     if problems:
         listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])
         raise ValueError(f"shard {shard_id} of {num_shards}: {len(problems)} of its first "

@@ -127,3 +127,15 @@ def test_the_grid_draws_each_tiles_labels(dataset, tmp_path):
         colour = np.array(category_colour(category))
         assert (np.abs(grid - colour).max(axis=2) < 8).sum() > 20, category
         assert (np.abs(plain - colour).max(axis=2) < 8).sum() < 5, category
+
+
+def test_a_relative_images_folder_renders_the_same(dataset, monkeypatch):
+    """``--images gallery/samples`` (relative, as the README writes it) said every image was
+    "file not found": the files were joined to the folder twice."""
+    root, images, annotations, preset = dataset
+    assert render_npz(dataset, annotations, root / "absolute.npz") == 0
+    monkeypatch.chdir(images.parent)
+    assert main(["render", str(preset), "--images", images.name, "--annotations",
+                 str(annotations), "--device", "cpu", "--draws", "1", "--out",
+                 str(root / "grid.png"), "--npz", str(root / "relative.npz")]) == 0
+    assert_same_npz(root / "absolute.npz", root / "relative.npz")

@@ -90,3 +90,20 @@ def test_render_usage_errors_say_what_is_allowed(files, args, message):
     assert out.returncode == 2, out.stderr
     assert message in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_relative_images_folder_renders_the_same_shard(files, monkeypatch):
+    """``--images samples`` (relative) said every file was "file not found": the files were
+    joined to the folder twice."""
+    from dali_gallery.gallery.cli import main
+
+    tmp = files["tmp"]
+    common = ["--batch-size", "2", "--device", "cpu", "--shard", "1", "--num-shards", "2",
+              "--out", str(tmp / "grid_rel.png")]
+    absolute, relative = tmp / "absolute.npz", tmp / "relative.npz"
+    assert main(["render", str(files["preset"]), "--images", str(SAMPLES), *common, "--npz",
+                 str(absolute)]) == 0
+    monkeypatch.chdir(SAMPLES.parent)
+    assert main(["render", str(files["preset"]), "--images", SAMPLES.name, *common, "--npz",
+                 str(relative)]) == 0
+    _same(absolute, relative)
