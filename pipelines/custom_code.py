@@ -41,8 +41,9 @@ RESERVED_NAMES = frozenset({
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
     # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
-    "_wh", "_moved", "_move_labels", "_flip_labels", "_warp_mask", "_rotate_matrix",
-    "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop", "_bbox_crop_labels",
+    "_wh", "_moved", "_move_labels", "_flag", "_flip_labels", "_warp_mask", "_centred",
+    "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
+    "_bbox_crop_labels",
     "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",
 })
 """Every other top-level name of the generated modules (a test keeps this list complete):

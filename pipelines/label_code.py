@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .labels import DEFAULT_MIN_KEPT, BoxCrop, Flip, Keep, Refuse, Scale, Warp
+from .labels import DEFAULT_MIN_KEPT, FRAMES, BoxCrop, Flip, Keep, Refuse, Scale, Warp
 from .opspec import PLACEHOLDER, OpSpec
 from .preset import Preset
 
@@ -105,9 +105,12 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
         lines.append(f"m_{tag} = {_fill(rule.matrix, {**args, 'x': before, 'out': 'images'})}")
     hom = ", homography=True" if rule.homography else ""
     if labels.masks:
-        lines.append(f"masks = _warp_mask(masks, m_{tag}, images{hom})")
+        m = _fill(FRAMES[rule.frame], {"m": f"m_{tag}", "before": before, "after": "images"})
+        lines.append(f"masks = _warp_mask(masks, {m}, images{hom})")
+    frame = "" if rule.frame == "pixels" else f', frame="{rule.frame}"'
     lines.append(f"boxes, classes, keypoints, kept_{tag} = _move_labels(boxes, classes, "
-                 f"keypoints, m_{tag}, _wh({before}), _wh(images), {labels.min_kept!r})")
+                 f"keypoints, m_{tag}, {before}.shape(), images.shape(), "
+                 f"{labels.min_kept!r}{frame})")
     return lines, True
 
 
@@ -118,7 +121,7 @@ def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int]
     (``mirror``: the coin's expression, bound to ``mirror`` for the images' call too). The
     tail's drops are not reported (the preview's inspector follows the chain's steps)."""
     move = ("boxes, classes, keypoints, _ = _move_labels(boxes, classes, keypoints, {m}, "
-            "{wh_in}, {wh_out}, " + repr(labels.min_kept) + ")")
+            "{shape_in}, {shape_out}, " + repr(labels.min_kept) + ", frame=\"centres\")")
     lines = [f"{', '.join(labels.names)} = labels"]
     if resize and labels.masks:  # relative boxes and keypoints stay (a Scale); masks follow
         lines += ["before_tail = images", resize,
@@ -126,10 +129,11 @@ def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int]
     elif resize:
         lines.append(resize)
     if crop:
-        lines.append(f"crop_wh = _const([{crop[1]}.0, {crop[0]}.0])")
-        lines.append("m_crop = fn.transforms.translation(offset=0.5 * (crop_wh - _wh(images)))")
         lines += [f"masks = fn.crop(masks, crop=({crop[0]}, {crop[1]}))"] if labels.masks else []
-        lines.append(move.format(m="m_crop", wh_in="_wh(images)", wh_out="crop_wh"))
+        # a centre crop: the identity about the centres
+        lines.append(move.format(m="_const([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])",
+                                 shape_in="images.shape()",
+                                 shape_out=f"_const([{crop[0]}.0, {crop[1]}.0])"))
     if mirror:
         lines.append(f"mirror = fn.cast({mirror}, dtype=types.INT32)")
         lines += ["masks = fn.flip(masks, horizontal=mirror)"] if labels.masks else []

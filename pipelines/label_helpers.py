@@ -7,7 +7,10 @@ Labels in the graph: ``boxes`` float32 (N, 4) left, top, right, bottom relative 
 (H, W, 1) category maps at the image's size. Matrices are forward maps in pixel coordinates
 (input -> output), which the catalog's label rules state (:mod:`pipelines.labels`), computed
 by DALI's ``fn.transforms``; points move through them in one NumPy step per moving operator
-(:func:`_moved`), masks through DALI's warps with nearest neighbour.
+(:func:`_moved`), masks through DALI's warps with nearest neighbour. Each small DALI operator
+costs a render ~0.1 ms (its own task in DALI's executor), so the label lines use as few as
+they can: sizes go to the Python step as DALI gives them, and a rotation's centring is done
+there.
 """
 
 from __future__ import annotations
@@ -25,13 +28,28 @@ def _wh(images):
     return fn.stack(shape[1], shape[0])
 
 
-def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
-    """NumPy, per sample: boxes and keypoints (relative to the input) through the pixel
-    matrix ``m`` (2x3, or 3x3 for a homography), relative to the output; a box becomes
-    the tight box of its four moved corners, is clipped to the image, and is dropped
-    with its keypoints when it keeps less than ``min_kept`` of its area. Also returns
-    each box's kept fraction."""
-    m = np.asarray(m, np.float64).reshape(-1, 3)
+def _moved(boxes, classes, keypoints, m, shape_in, shape_out, min_kept, frame="pixels"):
+    """NumPy, per sample: boxes and keypoints (relative to the input) through ``m``,
+    relative to the output; ``shape_in`` / ``shape_out``: the images' shapes, height
+    first. ``frame`` says what ``m`` is (a Warp rule's): ``pixels``, a 2x3 matrix (3x3
+    for a homography) in pixel coordinates; ``centres``, a 2x3 map about the image
+    centres (the input's centre at the origin, the origin onto the output's centre);
+    ``window``, the input's window (top, left, height, width) stretched onto the whole
+    output. A box becomes the tight box of its four moved corners, is clipped to the
+    image, and is dropped with its keypoints when it keeps less than ``min_kept`` of its
+    area. Also returns each box's kept fraction."""
+    wh_in = np.array([shape_in[1], shape_in[0]], np.float64)
+    wh_out = np.array([shape_out[1], shape_out[0]], np.float64)
+    m = np.asarray(m, np.float64)
+    if frame == "window":
+        top, left, height, width = m.reshape(4)
+        sx, sy = wh_out[0] / width, wh_out[1] / height
+        m = np.array([[sx, 0.0, -left * sx], [0.0, sy, -top * sy]])
+    m = m.reshape(-1, 3)
+    if frame == "centres":
+        to_out, from_in = np.eye(3), np.eye(3)
+        to_out[:2, 2], from_in[:2, 2] = 0.5 * wh_out, -0.5 * wh_in
+        m = (to_out @ np.vstack([m, [0.0, 0.0, 1.0]]) @ from_in)[:2]
 
     def move(points):
         px = points.reshape(-1, 2).astype(np.float64) * wh_in
@@ -51,17 +69,22 @@ def _moved(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
     return clipped[keep], classes[keep], keypoints[keep], kept
 
 
-def _move_labels(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
-    """:func:`_moved` in the graph (``wh_in`` / ``wh_out``: the images' (width, height)
-    before and after, ``_wh``): the matrix and the sizes come from DALI, the point
-    arithmetic runs in one Python step on the CPU (DALI has no operator that drops rows,
-    and its shape inference fails on batches without any box); returns boxes, classes,
-    keypoints and the kept fractions. One call per batch (``batch_processing``), not per
-    sample: the Python step's fixed cost is paid once."""
+def _move_labels(
+    boxes, classes, keypoints, m, shape_in, shape_out, min_kept, frame="pixels"
+):
+    """:func:`_moved` in the graph (``shape_in`` / ``shape_out``: the images' shapes
+    before and after, ``images.shape()``, or a constant (height, width)): the matrix
+    and the sizes come from DALI; the point arithmetic, the size order and the frame
+    (see :func:`_moved`) run in one Python step on the CPU. DALI has no operator that
+    drops rows, its shape inference fails on batches without any box, and each small
+    DALI operator costs a preview ~0.1 ms: one step does it all. One call per batch
+    (``batch_processing``), not per sample: the Python step's fixed cost is paid once.
+    Returns boxes, classes, keypoints and the kept fractions."""
 
     def batch(*columns):  # no zip(strict=...): autograph's zip has no such argument
         moved = [
-            _moved(*[c[i] for c in columns], min_kept) for i in range(len(columns[0]))
+            _moved(*[c[i] for c in columns], min_kept, frame)
+            for i in range(len(columns[0]))
         ]
         return tuple([sample[k] for sample in moved] for k in range(4))
 
@@ -70,8 +93,8 @@ def _move_labels(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
         classes,
         keypoints,
         m,
-        wh_in,
-        wh_out,
+        shape_in,
+        shape_out,
         num_outputs=4,
         device="cpu",
         batch_processing=True,
@@ -79,21 +102,28 @@ def _move_labels(boxes, classes, keypoints, m, wh_in, wh_out, min_kept):
     )
 
 
+def _flag(value):
+    """A flip's on/off as DALI's int32 argument: a graph value as it is (the chain's
+    coins and fed flags are int32 already), a constant made int32."""
+    if isinstance(value, (bool, int, float)):
+        return types.Constant(int(value), dtype=types.INT32)
+    return value
+
+
 def _flip_labels(boxes, keypoints, horizontal, vertical):
-    """Mirror boxes (``fn.bb_flip``) and keypoints (x -> 1 - x, y -> 1 - y) in relative
+    """Mirror boxes (``fn.bb_flip``) and keypoints (``fn.coord_flip``: x -> 1 - x,
+    y -> 1 - y; the third column, COCO's visibility, as an unflipped z) in relative
     coordinates."""
-    boxes = fn.bb_flip(
-        boxes,
-        ltrb=True,
-        horizontal=fn.cast(_node(horizontal), dtype=types.INT32),
-        vertical=fn.cast(_node(vertical), dtype=types.INT32),
+    h, v = _flag(horizontal), _flag(vertical)
+    boxes = fn.bb_flip(boxes, ltrb=True, horizontal=h, vertical=v)
+    points = fn.coord_flip(
+        fn.reshape(keypoints, shape=[-1, 3]),
+        layout="xyz",
+        flip_x=h,
+        flip_y=v,
+        flip_z=0,
     )
-    h = fn.cast(_node(horizontal), dtype=types.FLOAT)
-    v = fn.cast(_node(vertical), dtype=types.FLOAT)
-    one = types.Constant(1.0, dtype=types.FLOAT)
-    zero = types.Constant(0.0, dtype=types.FLOAT)
-    scale = fn.stack(1.0 - 2.0 * h, 1.0 - 2.0 * v, one)
-    return boxes, keypoints * scale + fn.stack(h, v, zero)
+    return boxes, fn.reshape(points, shape=keypoints.shape())
 
 
 def _warp_mask(masks, m, after, homography=False):
@@ -120,13 +150,25 @@ def _warp_mask(masks, m, after, homography=False):
     )
 
 
-def _rotate_matrix(before, after, angle):
-    """``fn.rotate``'s forward map: about the input's centre, onto the output's centre
-    (counter-clockwise as seen, so clockwise in y-down coordinates)."""
+def _centred(m, before, after):
+    """A map about the image centres (frame ``centres``) as the pixel matrix a mask's
+    warp needs: the input's centre to the origin, ``m``, the origin onto the output's
+    centre."""
     return fn.transforms.combine(
         fn.transforms.translation(offset=-0.5 * _wh(before)),
-        fn.transforms.rotation(angle=-angle),
+        m,
         fn.transforms.translation(offset=0.5 * _wh(after)),
+    )
+
+
+def _window_matrix(window, after):
+    """An input window (top, left, height, width; frame ``window``) stretched onto the
+    whole output, as the pixel matrix a mask's warp needs."""
+    origin = fn.stack(window[1], window[0])
+    extent = fn.stack(window[3], window[2])
+    return fn.transforms.combine(
+        fn.transforms.translation(offset=-origin),
+        fn.transforms.scale(scale=_wh(after) / extent),
     )
 
 
@@ -146,22 +188,20 @@ def _shift_matrix(before, after, pos_x, pos_y):
 def _resized_crop(images, size, area, aspect, antialias, seed):
     """``fn.random_resized_crop`` with its window drawn in the open
     (``fn.random_crop_generator``) so labels can follow: the crop resized to ``size`` x
-    ``size``, and its pixel matrix."""
+    ``size``, and the window (top, left, height, width: frame ``window``)."""
     anchor, shape = fn.random_crop_generator(
         images.shape(), random_area=area, random_aspect_ratio=aspect, seed=seed
     )
     start = fn.cast(anchor, dtype=types.FLOAT)  # (y, x): the layout's order
-    end = start + fn.cast(shape, dtype=types.FLOAT)
+    extent = fn.cast(shape, dtype=types.FLOAT)
     out = fn.resize(  # the window resized in one step (no copy of the window)
-        images, size=[size, size], roi_start=start, roi_end=end, antialias=antialias
+        images,
+        size=[size, size],
+        roi_start=start,
+        roi_end=start + extent,
+        antialias=antialias,
     )
-    origin = fn.stack(start[1], start[0])
-    extent = fn.cast(fn.stack(shape[1], shape[0]), dtype=types.FLOAT)
-    m = fn.transforms.combine(
-        fn.transforms.translation(offset=-origin),
-        fn.transforms.scale(scale=float(size) / extent),
-    )
-    return out, m
+    return out, fn.cat(start, extent)
 
 
 def _bbox_crop(images, scaling, aspect, min_iou, seed):
@@ -255,9 +295,11 @@ HELPERS = (
     "_wh",
     "_moved",
     "_move_labels",
+    "_flag",
     "_flip_labels",
     "_warp_mask",
-    "_rotate_matrix",
+    "_centred",
+    "_window_matrix",
     "_scale_matrix",
     "_shift_matrix",
     "_resized_crop",
@@ -266,8 +308,9 @@ HELPERS = (
 )
 DEPS = {
     "_move_labels": ("_moved",),
-    "_flip_labels": ("_node",),
-    "_rotate_matrix": ("_wh",),
+    "_flip_labels": ("_flag",),
+    "_centred": ("_wh",),
+    "_window_matrix": ("_wh",),
     "_scale_matrix": ("_wh",),
     "_shift_matrix": ("_wh", "_node"),
 }

@@ -9,11 +9,15 @@ the same lines in the preview and in the exported module:
 * :class:`Warp`: the operator moves pixels by a matrix it can state. ``matrix`` is a template
   (placeholders as in the entry's ``call``, plus ``{out}``: the images after the operator) of a
   2x3 forward map in pixel coordinates, input -> output (3x3 with ``homography``). Box corners
-  and keypoints move through ``fn.coord_transform``, a box becomes the tight box of its moved
-  corners, and masks are warped with that matrix
-  and nearest-neighbour interpolation. ``call`` replaces the entry's own call when labels are in
-  the chain, for an operator whose matrix DALI does not expose (a random window): it returns
-  the images and the matrix.
+  and keypoints move through it, a box becomes the tight box of its moved corners, and masks
+  are warped with that matrix and nearest-neighbour interpolation. ``frame`` says how the
+  matrix is stated (each small DALI operator costs a preview ~0.1 ms, so a rule states it
+  with as few as it can): ``pixels``, in pixel coordinates; ``centres``, about the image
+  centres (the input's centre at the origin, the origin onto the output's centre), as a
+  rotation states it in one ``fn.transforms`` operator; ``window``, the input's window
+  (top, left, height, width) stretched onto the whole output, as a crop draws it. ``call``
+  replaces the entry's own call when labels are in the chain, for an operator whose matrix
+  DALI does not expose (a random window): it returns the images and the matrix.
 * :class:`BoxCrop`: a detection crop whose window is drawn from the boxes; the DALI operator
   that draws it also crops and drops the boxes (``bbox_prune_threshold``), the classes and
   keypoints ride along as its label columns: no Python step in the graph.
@@ -36,6 +40,16 @@ from dataclasses import dataclass
 DEFAULT_MIN_KEPT = 0.25
 """A box that keeps less than this fraction of its area inside the image after a step is
 dropped (the user's ``box_min_kept``; albumentations calls it ``min_visibility``)."""
+
+
+FRAMES = {
+    "pixels": "{m}",
+    "centres": "_centred({m}, {before}, {after})",
+    "window": "_window_matrix({m}, {after})",
+}
+"""How a :class:`Warp` states its matrix, and the graph expression that makes the pixel
+matrix of it (``{m}``, ``{before}``, ``{after}``: the matrix and the images), which a
+mask's warp needs; the label step's Python handles every frame itself."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +87,15 @@ class Warp(LabelRule):
     matrix: str = ""
     call: str = ""
     homography: bool = False
+    frame: str = "pixels"
 
     def __post_init__(self) -> None:
         if bool(self.matrix) == bool(self.call):
             raise ValueError("Warp: give either matrix or call")
+        if self.frame not in FRAMES:
+            raise ValueError(f"Warp: frame {self.frame!r} is not one of {sorted(FRAMES)}")
+        if self.homography and self.frame != "pixels":
+            raise ValueError("Warp: a homography is stated in pixels")
 
     @property
     def moves(self) -> bool:

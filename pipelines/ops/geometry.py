@@ -34,7 +34,7 @@ OPS = [
         magnitude="angle",
         schema="Rotate",
         canvas=Rotated("angle", "keep_size"),
-        labels=Warp("_rotate_matrix({x}, {out}, {angle})"),
+        labels=Warp("fn.transforms.rotation(angle=-{angle})", frame="centres"),
         signed=True,
         aliases=("RandomRotation", "Rotate", "SafeRotate"),
     ),
@@ -167,7 +167,8 @@ OPS = [
         canvas=Fixed("size", "size"),
         # DALI draws the window inside the operator: with labels it is drawn in the open
         labels=Warp(call="_resized_crop({x}, {size}, [{area_min}, {area_max}], "
-                         "[{aspect_min}, {aspect_max}], {antialias}, {seed})"),
+                         "[{aspect_min}, {aspect_max}], {antialias}, {seed})",
+                    frame="window"),
         constraints=(
             ordered("area_min", "area_max"),
             ordered("aspect_min", "aspect_max"),
