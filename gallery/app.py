@@ -51,12 +51,6 @@ PAGE_LOAD_TIMEOUT_S = 20.0
 asked for this kernel (e.g. for a page that never connects)."""
 UNCLAIMED_TIMEOUT_S = 7 * 24 * 3600.0
 """A pooled kernel waits for its page; the timeout above starts once a page has claimed it."""
-AHEAD_ROWS = 3
-"""Gallery rows a pooled kernel renders before any page claims it (about a screen): the
-visitor's page opens with their images; the rest start once the page is ready."""
-AHEAD_WAIT_S = 60.0
-"""How long a pooled kernel's notebook waits for those rows: the kernel is idle when a page
-connects (a busy one answered late: widgets "not found")."""
 
 
 def quiet_dali_deprecations() -> None:
@@ -147,9 +141,6 @@ class App:
         # under Voilà the gallery starts once the page has the app's widgets (page_ready); a
         # pooled kernel's page may come much later: its timeout starts when a page claims it
         self._pooled = prestarted()
-        if self._pooled:  # a page claims this kernel later: its first rows are ready by then
-            self.gallery.set_images(source.items, root=source.root, first=AHEAD_ROWS)
-            self.gallery.wait_idle(AHEAD_WAIT_S)
         timeout = UNCLAIMED_TIMEOUT_S if self._pooled else PAGE_LOAD_TIMEOUT_S
         if after_page_load(self._first_gallery, timeout):
             self.gallery.set_status("the gallery starts rendering as soon as the page is ready")
@@ -223,12 +214,9 @@ class App:
     # ---- wiring -------------------------------------------------------------------------------
 
     def _first_gallery(self) -> None:
-        """Start the gallery on the start-up images, or render the rows a pooled kernel held
-        back (once: a later call changes nothing)."""
+        """Start the gallery on the start-up images (once: a later call changes nothing)."""
         if not self.gallery.images_set:  # the user may have loaded other images meanwhile
             self.gallery.set_images(self._source.items, root=self._source.root)
-        else:
-            self.gallery.render_rest()
 
     def _claimed(self, query: str | None) -> None:
         """The page is known: open its link, and (a pooled kernel) give it the usual time to
@@ -241,7 +229,7 @@ class App:
             else:
                 self.open_link(query)
         loop = kernel_loop()
-        if self._pooled and loop is not None:  # the held-back rows, or the whole gallery
+        if self._pooled and loop is not None and not self.gallery.images_set:
             loop.call_later(PAGE_LOAD_TIMEOUT_S, self._first_gallery)
 
     def _note(self, title: str, problems: list[str]) -> None:

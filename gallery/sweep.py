@@ -280,21 +280,3 @@ def gallery_ops(catalog: Catalog = CATALOG, category: str = "", search: str = ""
     found = {s.name for s in catalog.search(search)} if search.strip() else set(catalog)
     return [name for name, spec in catalog.items()
             if (not category or spec.category == category) and name in found]
-
-
-def traced_last(engine: PreviewEngine, catalog: Catalog, ops: list[str], done: set[str],
-                steps: int = STEPS, seed: int = 42) -> tuple[list[str], int]:
-    """``ops`` in render order, and how many were sent ahead: rows not ``done`` whose
-    pipelines trace slowly (conditionals, not cached) start tracing in worker processes
-    (:meth:`PreviewEngine.trace_ahead`) and are rendered last (cards keep catalog order)."""
-    slow = []
-    for op in ops:
-        spec = catalog[op]
-        if op in done or not spec.conditionals or spec.unavailable_on(engine.device):
-            continue
-        try:
-            if engine.trace_ahead(row_renders(plan_row(spec, steps), seed, catalog)):
-                slow.append(op)
-        except PresetError:  # an invalid column: its row says so when rendered
-            continue
-    return [op for op in ops if op not in slow] + slow, len(slow)

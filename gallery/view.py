@@ -40,7 +40,7 @@ from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row, traced_last
+from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row, row_renders
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls
 
@@ -101,7 +101,6 @@ class GalleryView:
         self._version = 0
         self.images_set = False
         """Whether images were given (an empty set counts: the user chose it)."""
-        self._first: int | None = None
         self._loaded: tuple[int, ...] | None = None
         self.labels = GalleryLabels()
         self._undrawn: set[str] = set()
@@ -120,11 +119,9 @@ class GalleryView:
 
     # ---- public API ---------------------------------------------------------------------------
 
-    def set_images(self, images: Any, root: str | Path | None = None,
-                   first: int | None = None) -> list[ImageProblem]:
-        """Show ``images`` (folder, paths, uploads; ``first``: only that many rows until
-        :meth:`render_rest`); returns the files that could not be read (decoding problems
-        appear in ``problems`` and the status line once decoded)."""
+    def set_images(self, images: Any, root: str | Path | None = None) -> list[ImageProblem]:
+        """Show ``images`` (folder, paths, uploads); returns the files that could not be read
+        (decoding problems appear in ``problems`` and the status line once decoded)."""
         root_path = Path(root).resolve() if root else self.allowed_root
         encoded, problems = collect(images, root=root_path, max_files=self.max_images * 4)
         problems = [p for p in problems if not p.over_limit]  # it shows fewer anyway
@@ -132,15 +129,8 @@ class GalleryView:
             self._images = encoded
             self.problems = list(problems)
             self.images_set = True
-            self._first = first
         self._restart(new_images=True)
         return problems
-
-    def render_rest(self) -> None:
-        """Render the rows ``set_images(first=...)`` held back (none held: no change)."""
-        if self._first is not None:
-            self._first = None
-            self._restart()
 
     def set_arrays(self, arrays: Sequence[np.ndarray], names: Sequence[str] | None = None) -> None:
         """Show already decoded HWC uint8 images (kept as PNG and decoded again by DALI, so the
@@ -150,7 +140,6 @@ class GalleryView:
             self._images = encoded
             self.problems = []
             self.images_set = True
-            self._first = None
         self._restart(new_images=True)
 
     def set_labels(self, labels: LabelSource | None, *, show: bool = True,
@@ -237,7 +226,7 @@ class GalleryView:
             self._undrawn = set(self.results) if redraw else self._undrawn & set(self.results)
             self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
             missing = [op for op in self._visible if op not in self.results
-                       or op in self._undrawn][:self._first]
+                       or op in self._undrawn]
             job = _Job(self._gen, missing, list(self._images), self._key(), self.labels.request())
             self.stats = {"generation": self._gen, "started": time.perf_counter(),
                           "rows": len(missing), "row_ms": {}}
@@ -304,12 +293,22 @@ class GalleryView:
         on_ui_thread(lambda: self._finish(job), self._ui_error)
 
     def _trace_ahead(self, ops: list[str]) -> list[str]:
-        """Worker thread: the rows in render order (:func:`gallery.sweep.traced_last`)."""
+        """Worker thread: rows whose pipelines trace slowly (conditionals, not cached) start
+        tracing in worker processes and are rendered last (cards keep catalog order)."""
         with self._lock:
-            done = set(self.results)
-        order, self.stats["traced_ahead"] = traced_last(self.engine, self.catalog, ops, done,
-                                                        self.steps, self.seed)
-        return order
+            todo = [self.catalog[op] for op in ops if op not in self.results]
+        slow = []
+        for spec in todo:
+            if not spec.conditionals or spec.unavailable_on(self.engine.device):
+                continue
+            try:
+                plan = plan_row(spec, self.steps)
+                if self.engine.trace_ahead(row_renders(plan, self.seed, self.catalog)):
+                    slow.append(spec.name)
+            except PresetError:  # an invalid column: its row says so when rendered
+                continue
+        self.stats["traced_ahead"] = len(slow)
+        return [op for op in ops if op not in slow] + slow
 
     def _delivered(self, outcome: Outcome[_Job, None]) -> None:
         """Main thread: a job that raised is a bug; say so if its generation is current."""
@@ -387,8 +386,9 @@ class GalleryView:
         return True
 
     def _ui_error(self, error: Exception) -> None:
-        what = html.escape(f"{type(error).__name__}: {error}")
-        self.status.value = f'<span class="dg-error">gallery display failed: {what}</span>'
+        self.status.value = (f'<span class="dg-error">gallery display failed: '
+                             f'{html.escape(type(error).__name__)}: {html.escape(str(error))}'
+                             "</span>")
 
     def _say(self, text: str, error: bool = False) -> None:
         cls = "dg-error" if error else "dg-gallery-note"

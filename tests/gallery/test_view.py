@@ -189,25 +189,6 @@ def test_switching_images_cancels_the_outdated_render(squares, monkeypatch):
     view.close()
 
 
-def test_rows_held_back_render_when_asked_and_new_images_hold_none_back():
-    """A pooled kernel renders a screen of rows before its page exists (``first``), the rest
-    once the page is ready (``render_rest``); images loaded meanwhile show every row."""
-    view = GalleryView(device="cpu", size=128, max_images=1)
-    view.category.value = "color"
-    view.set_images(SAMPLES, first=2)
-    assert view.wait_idle(60)
-    assert view.shown() == view.visible[:2] and len(view.visible) > 2
-    view.render_rest()
-    assert view.wait_idle(120)
-    assert view.shown() == view.visible
-    view.render_rest()  # nothing held back: nothing renders again
-    assert view.scheduler.wait_idle(0)
-    view.set_images(SAMPLES, first=1)
-    view.set_images(SAMPLES)  # the user's own images: not held back
-    assert view.wait_idle(120) and view.shown() == view.visible
-    view.close()
-
-
 def test_size_change_renders_again_at_the_new_size():
     view = GalleryView(SAMPLES, device="cpu", size=128, max_images=1)
     view.search.value = "saturation"
