@@ -80,9 +80,7 @@ def read_outputs(outputs: Any, chain: Chain, n: int, draws: int,
                  device: Device) -> tuple[list[np.ndarray], list[SampleRecord]]:
     """Host copies of the images and the per-sample records of one run."""
     images = outputs[0]
-    if device == "gpu":
-        images = images.as_cpu()
-    arrays = host_copies(images)
+    arrays = owned_views(images.as_cpu()) if device == "gpu" else host_copies(images)
     recs = [SampleRecord(j % n, j // n) for j in range(n * draws)]
     for r, out in zip(chain.records, outputs[1:1 + len(chain.records)], strict=True):
         vals = np.array(out.as_array()).reshape(n * draws, -1)[:, 0].tolist()
@@ -97,6 +95,16 @@ def read_outputs(outputs: Any, chain: Chain, n: int, draws: int,
             else:
                 rec.values.setdefault(r.step, {})[r.param] = v
     return arrays, recs
+
+
+def owned_views(tl: Any) -> list[np.ndarray]:
+    """Every sample of a host copy this render owns (``as_cpu()`` of GPU outputs: DALI
+    never reuses it), without copying again: the arrays are views that keep the copy alive
+    (the buffer protocol). A second host copy of 8 x 256x256 images cost ~0.5 ms of a
+    ~3 ms GPU render."""
+    if tl.is_dense_tensor():
+        return list(np.asarray(tl.as_tensor()))
+    return [np.asarray(tl[j]) for j in range(len(tl))]
 
 
 def host_copies(tl: Any) -> list[np.ndarray]:

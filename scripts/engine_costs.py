@@ -1,14 +1,16 @@
 """Where the preview engine's fixed cost per render goes: bare-DALI variants of the standard
 chain at 8x256^2, each adding one thing a live preview needs (DALI's dynamic executor, the
 per-sample record outputs, the RNG checkpoint restored before each run, run-time values fed as
-one vector and sliced), timed interleaved (best of three medians) beside the engine itself. A
-measurement for the README, not a test:
+one vector and sliced; with ``labels``, boxes, classes and keypoints fed and returned as they
+are), timed interleaved (best of three medians) beside the engine itself, without and with
+labels. A measurement for the README, not a test:
 
     python scripts/engine_costs.py [cpu|gpu]
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import statistics
 import sys
@@ -21,7 +23,9 @@ from nvidia.dali import fn, pipeline_def, types
 
 from dali_gallery.gallery.bench_inputs import bench_images, standard_preset
 from dali_gallery.gallery.bench_reference import standard_chain
+from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.label_render import SampleLabels
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "gpu"
@@ -57,8 +61,13 @@ def chain_with_records(x: Any, fed: Any = None) -> tuple[Any, list[Any]]:
     return fn.noise.gaussian(x, stddev=8.0), [*values, coin]
 
 
+BOXES = [np.random.default_rng(k).uniform(0, 1, (8, 4)).astype(np.float32) for k in range(8)]
+LABELS = {"boxes": BOXES, "classes": [np.arange(8, dtype=np.int32) for _ in BOXES],
+          "keypoints": [np.zeros((8, 4, 3), np.float32) for _ in BOXES]}
+
+
 def variant(*, dynamic: bool | None = None, records: bool = False, checkpoint: bool = False,
-            fed: bool = False) -> Callable[[], Any]:
+            fed: bool = False, labels: bool = False) -> Callable[[], Any]:
     executor = {} if dynamic is None else {"exec_pipelined": True, "exec_async": True,
                                            "exec_dynamic": dynamic}
 
@@ -69,10 +78,12 @@ def variant(*, dynamic: bool | None = None, records: bool = False, checkpoint: b
         x = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
         vector = fn.external_source(name="fed", dtype=types.FLOAT) if fed else None
         x = x.gpu() if DEVICE == "gpu" else x
+        passed = [fn.external_source(name=k, dtype=types.INT32 if k == "classes" else
+                                     types.FLOAT) for k in LABELS] if labels else []
         if not records and not fed:
-            return standard_chain(x)
+            return standard_chain(x), *passed
         x, values = chain_with_records(x, vector)
-        return (x, *values) if records else x
+        return (x, *values, *passed) if records else (x, *passed)
 
     p = pipe()
     p.build()
@@ -80,6 +91,8 @@ def variant(*, dynamic: bool | None = None, records: bool = False, checkpoint: b
     feeds: dict[str, Any] = {"images": IMAGES}
     if fed:
         feeds["fed"] = [RANGES.copy() for _ in IMAGES]
+    if labels:
+        feeds.update(LABELS)
 
     def run() -> None:
         if state is not None:
@@ -99,11 +112,21 @@ def main() -> None:
         "+ dynamic, checkpoint restored per run": variant(dynamic=True, checkpoint=True),
         "+ dynamic, values fed as one vector": variant(dynamic=True, fed=True),
         "+ all four": variant(dynamic=True, records=True, checkpoint=True, fed=True),
+        "+ all four, labels fed and returned": variant(dynamic=True, records=True,
+                                                       checkpoint=True, fed=True, labels=True),
     }
     engine = PreviewEngine(DEVICE, num_threads=THREADS, cache=PipelineCache(None))
     engine.set_arrays(IMAGES)
     preset = standard_preset()
     variants["engine (the same chain, fed by name)"] = lambda: engine.render(preset)
+    labelled = PreviewEngine(DEVICE, num_threads=THREADS, cache=PipelineCache(None))
+    labelled.set_arrays(IMAGES)
+    labelled.set_labels([SampleLabels(b, c, k) for b, c, k in zip(*LABELS.values(), strict=True)])
+    colour = copy.deepcopy(preset)
+    colour.steps = [s for s in colour.steps if not CATALOG[s.op].labels.moves]
+    variants["engine, the chain's colour steps"] = lambda: engine.render(colour)
+    variants["engine, colour steps with labels"] = lambda: labelled.render(colour)
+    variants["engine, whole chain with labels"] = lambda: labelled.render(preset)
     best = {name: float("inf") for name in variants}
     for _ in range(3):
         for name, run in variants.items():
@@ -111,6 +134,7 @@ def main() -> None:
     for name, ms in best.items():
         print(f"{name:42s} {ms:8.3f} ms")
     engine.close()
+    labelled.close()
 
 
 if __name__ == "__main__":

@@ -107,6 +107,23 @@ def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
     assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in loaded.records]
 
 
+@pytest.mark.parametrize("dense", [False, True])
+def test_a_render_keeps_its_pixels_after_later_renders(engine, dense):
+    """A GPU render's images are views of its own host copy (no second copy): later renders
+    must not write into them, for a batch of mixed sizes (per-sample views; the samples
+    differ in size) and for one dense batch (a crop to one size)."""
+    steps = [{"op": "rotate", "params": {"angle": {"uniform": [-30, 30]}}}]
+    if dense:
+        steps.append({"op": "random_resized_crop", "params": {"size": 96}})
+    first = engine.render(load(preset_dict(steps)), draws=2)
+    kept = [a.copy() for a in first.images]
+    for seed in range(1, 6):
+        engine.render(load(preset_dict(steps, seed=seed)), draws=2)
+        engine.render(load(preset_dict([{"op": "hsv", "params": {"hue": 30.0}}])))
+    for a, b in zip(first.images, kept, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_gpu_jpeg_encoding_of_previews(engine):
     render = engine.render(one_step("hue", hue=30.0), draws=2, encode="jpeg")
     assert len(render.encoded) == 2 * N
