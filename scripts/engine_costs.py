@@ -25,8 +25,10 @@ from dali_gallery.gallery.bench_inputs import bench_images, standard_preset
 from dali_gallery.gallery.bench_reference import standard_chain
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.fed_values import layout, pack
 from dali_gallery.pipelines.label_render import SampleLabels
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preview_pipeline import feed_values
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "gpu"
 THREADS = os.cpu_count() or 2
@@ -104,6 +106,24 @@ def variant(*, dynamic: bool | None = None, records: bool = False, checkpoint: b
     return run
 
 
+def own_pipeline(engine: PreviewEngine, preset: Any) -> Callable[[], Any]:
+    """The pipeline the engine built for ``preset``, run with the engine's feeds but none of
+    its Python around the run (checkpoint restored; outputs to the host)."""
+    engine.render(preset)
+    built = next(reversed(engine._pipes.values()))  # the one just used
+    values = feed_values(preset, built.chain.feeds, len(IMAGES))
+    feeds = pack(values, layout(built.chain.feeds), len(IMAGES))
+    feeds["images"] = IMAGES
+
+    def run() -> None:
+        built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
+        outputs = built.pipe.run(**feeds)
+        if hasattr(outputs[0], "as_cpu"):
+            outputs[0].as_cpu()
+
+    return run
+
+
 def main() -> None:
     variants = {
         "bare chain (DALI's default executor)": variant(),
@@ -119,6 +139,7 @@ def main() -> None:
     engine.set_arrays(IMAGES)
     preset = standard_preset()
     variants["engine (the same chain, fed by name)"] = lambda: engine.render(preset)
+    variants["the engine's own pipeline, run bare"] = own_pipeline(engine, preset)
     labelled = PreviewEngine(DEVICE, num_threads=THREADS, cache=PipelineCache(None))
     labelled.set_arrays(IMAGES)
     labelled.set_labels([SampleLabels(b, c, k) for b, c, k in zip(*LABELS.values(), strict=True)])
