@@ -33,8 +33,9 @@ from .custom_budget import check_custom_time
 from .device import Device, resolve
 from .display import encode_tiles
 from .fed_values import layout, pack
+from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
-from .label_render import SampleLabels, label_feeds, label_set, read_labels
+from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
 from .pipeline_cache import PipelineCache
 from .preset import Preset, Step
@@ -89,6 +90,7 @@ class PreviewEngine:
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
         self._modules = ChainModules(self._dir)
         self._memo = RenderMemo()
+        self._batches = InputBatches()
         self._ahead: TraceAhead | None = None
 
     # ---- images -------------------------------------------------------------------------------
@@ -117,6 +119,7 @@ class PreviewEngine:
         self.names = list(names) if names is not None else [f"image {i}" for i in
                                                             range(len(arrays))]
         self._labels = None
+        self._batches.clear()
 
     def set_labels(self, labels: Sequence[SampleLabels] | None) -> None:
         """The labels of the current images, one entry per image in order (None: none).
@@ -124,6 +127,7 @@ class PreviewEngine:
         if labels is not None and len(labels) != len(self._arrays):
             raise ValueError(f"{len(labels)} label sets for {len(self._arrays)} images")
         self._labels = list(labels) if labels is not None else None
+        self._batches.clear()
 
     @property
     def labels(self) -> list[SampleLabels] | None:
@@ -189,9 +193,10 @@ class PreviewEngine:
         for name, vals in (_override or {}).items():
             values[name] = vals.astype(values[name].dtype)
         feeds: dict[str, Any] = pack(values, layout(built.chain.feeds), batch)
-        feeds["images"] = [arrays[j % n] for j in range(batch)]
-        if labels is not None and chain_labels is not None:
-            feeds.update(label_feeds(labels, batch, chain_labels.masks))
+        feeds.update(self._batches.feeds(  # made once per image set (input_batches)
+            arrays, labels if chain_labels is not None else None,
+            None if images is None else tuple(images), batch,
+            chain_labels is not None and chain_labels.masks))
         try:
             if built.checkpoint is not None and not advance:
                 built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
