@@ -31,7 +31,8 @@ read such a name only as that very module (the module's own import line then ser
 policies use (``catalog.AUTO_AUG_MODULES``)."""
 
 RESERVED_NAMES = frozenset({
-    "pipeline_def", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD", "IMAGE_EXTENSIONS",
+    "pipeline_def", "do_not_convert", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD",
+    "IMAGE_EXTENSIONS",
     "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_op_seed", "_vec", "_inputs",
     "_node", "_center", "_affine",
     "_perspective", "_const", "_bin", "_picked", "_checked", "augment", "finish",
@@ -41,7 +42,8 @@ RESERVED_NAMES = frozenset({
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "batch_at", "main",
     # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
-    "_wh", "_moved", "_move_labels", "_flag", "_flip_labels", "_warp_mask", "_centred",
+    "_wh", "_moved", "_moved_batch", "_move_labels", "_flag", "_flip_labels", "_warp_mask",
+    "_centred",
     "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
     "_bbox_crop_labels",
     "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",

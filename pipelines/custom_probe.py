@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from nvidia.dali.pipeline import do_not_convert
 
 from .custom_code import CallCost, CustomCode
 from .params import Param
@@ -33,11 +34,14 @@ REPEAT_SECONDS = 0.05
 REPEATS = 5
 
 
+@do_not_convert
 def _checked(function, op):
     """A custom operator's function as DALI calls it: a result that is not the
     input's height x width x 3 in uint8 fails here, naming the operator, rather than
     steps later inside DALI. On the GPU a failure is raised when DALI reads the
-    result: DALI 2.4 crashes the process when the function raises in its CUDA stream."""
+    result: DALI 2.4 crashes the process when the function raises in its CUDA stream.
+    Kept out of DALI's AutoGraph (a chain with a probability is traced through it),
+    which would send every call the function makes through its converter."""
 
     class Failed:
         """A failed call: DALI raises its error on reading it, outside the stream."""

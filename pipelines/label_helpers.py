@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
+from nvidia.dali.pipeline import do_not_convert
 
 from .graph_helpers import _node
 
@@ -69,6 +70,23 @@ def _moved(boxes, classes, keypoints, m, shape_in, shape_out, min_kept, frame="p
     return clipped[keep], classes[keep], keypoints[keep], kept
 
 
+@do_not_convert
+def _moved_batch(min_kept, frame):
+    """:func:`_moved` over a batch (``batch_processing``: the Python step's fixed cost
+    is paid once). Made outside DALI's AutoGraph: a function it converts sends every
+    NumPy call through its converter (6.5 ms a batch of 8 on a 2-core CPU, 0.4 ms
+    plain)."""
+
+    def batch(*columns):
+        moved = [
+            _moved(*[c[i] for c in columns], min_kept, frame)
+            for i in range(len(columns[0]))
+        ]
+        return tuple([sample[k] for sample in moved] for k in range(4))
+
+    return batch
+
+
 def _move_labels(
     boxes, classes, keypoints, m, shape_in, shape_out, min_kept, frame="pixels"
 ):
@@ -77,17 +95,8 @@ def _move_labels(
     and the sizes come from DALI; the point arithmetic, the size order and the frame
     (see :func:`_moved`) run in one Python step on the CPU. DALI has no operator that
     drops rows, its shape inference fails on batches without any box, and each small
-    DALI operator costs a preview ~0.1 ms: one step does it all. One call per batch
-    (``batch_processing``), not per sample: the Python step's fixed cost is paid once.
+    DALI operator costs a preview ~0.1 ms: one step does it all, a batch a call.
     Returns boxes, classes, keypoints and the kept fractions."""
-
-    def batch(*columns):  # no zip(strict=...): autograph's zip has no such argument
-        moved = [
-            _moved(*[c[i] for c in columns], min_kept, frame)
-            for i in range(len(columns[0]))
-        ]
-        return tuple([sample[k] for sample in moved] for k in range(4))
-
     return fn.python_function(
         boxes,
         classes,
@@ -98,7 +107,7 @@ def _move_labels(
         num_outputs=4,
         device="cpu",
         batch_processing=True,
-        function=batch,
+        function=_moved_batch(min_kept, frame),
     )
 
 
@@ -294,6 +303,7 @@ def _bbox_crop_labels(
 HELPERS = (
     "_wh",
     "_moved",
+    "_moved_batch",
     "_move_labels",
     "_flag",
     "_flip_labels",
@@ -307,7 +317,7 @@ HELPERS = (
     "_bbox_crop_labels",
 )
 DEPS = {
-    "_move_labels": ("_moved",),
+    "_move_labels": ("_moved_batch", "_moved"),
     "_flip_labels": ("_flag",),
     "_centred": ("_wh",),
     "_window_matrix": ("_wh",),

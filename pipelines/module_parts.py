@@ -108,6 +108,8 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
         lines.append(f"from nvidia.dali.auto_aug.core import {', '.join(core)}")
     if "DataNode" in code:
         lines.append("from nvidia.dali.data_node import DataNode")
+    if "@do_not_convert" in code:
+        lines.append("from nvidia.dali.pipeline import do_not_convert")
     return lines
 
 

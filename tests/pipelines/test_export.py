@@ -33,7 +33,8 @@ FULL = preset_dict(
             "std": [0.229, 0.224, 0.225], "mirror_probability": 0.5},
 )
 ALLOWED_IMPORTS = {"argparse", "json", "os", "tempfile", "numpy", "nvidia.dali",
-                   "nvidia.dali.auto_aug", "nvidia.dali.auto_aug.core", "nvidia.dali.data_node"}
+                   "nvidia.dali.auto_aug", "nvidia.dali.auto_aug.core", "nvidia.dali.data_node",
+                   "nvidia.dali.pipeline"}
 TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cutout_colour",
              "_center", "_affine", "_perspective", "_const", "_bin", "_picked",
              "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
