@@ -24,7 +24,7 @@ from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
 from .draws import FIRST_SLOT as DRAW_SLOT
 from .fed_values import layout, module_source
-from .label_code import LabelSet, hoisted, return_line, step_label_lines, unfired_kept
+from .label_code import TAIL_KEPT, LabelSet, hoisted, return_line, step_label_lines, unfired_kept
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -340,13 +340,13 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
 
 def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CATALOG,
                    labels: LabelSet | None = None) -> tuple[str, Chain]:
-    """Source of the preview module: ``P``, helpers and ``augment`` returning records.
-
-    Called on every render (the source is the pipeline's structure key), so the formatted
-    module is memoised on what it is made of: the chain's unformatted lines (no fed value),
-    the tail and the custom functions themselves. Formatting costs ~3 ms a render."""
+    """Source of the preview module: ``P``, helpers and ``augment`` returning records. Made
+    for every render (the source is the pipeline's key) and memoised on its parts (formatting
+    costs ~3 ms): the chain's unformatted lines (no fed value), the tail, the custom code."""
     chain = chain_source(preset, "preview", catalog, labels)
-    finish = tuple(tail_lines(preset.output, labels)) if tail and preset.output else None
+    output = preset.output if tail else None
+    finish = tuple(tail_lines(output, labels, preview=True)) if output else None
+    chain.kept += [TAIL_KEPT] if output and output.crop and labels else []  # finish's, last
     functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)
     key = (tuple(chain.body), finish, functions)

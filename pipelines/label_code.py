@@ -17,6 +17,8 @@ from .preset import Preset
 
 LABEL_VARS = ("boxes", "classes", "keypoints", "masks")
 """The chain's label variables (``masks`` only where the dataset has masks)."""
+TAIL_KEPT = (-1, None)
+"""Key of the training tail's centre crop among a render's kept fractions (after the steps')."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,15 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
 
 
 def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int] | None,
-                     mirror: str | None) -> list[str]:
+                     mirror: str | None, kept: bool = False) -> list[str]:
     """The training tail's geometry with labels: its resize (``resize``: the statement), the
     centre crop ``crop_mirror_normalize`` makes (``crop``: height, width) and its mirror
-    (``mirror``: the coin's expression, bound to ``mirror`` for the images' call too). The
-    tail's drops are not reported (the preview's inspector follows the chain's steps)."""
-    move = ("boxes, classes, keypoints, _ = _move_labels(boxes, classes, keypoints, {m}, "
-            "{shape_in}, {shape_out}, " + repr(labels.min_kept) + ", frame=\"centres\")")
+    (``mirror``: the coin's expression, bound to ``mirror`` for the images' call too). With
+    ``kept`` (the preview) the crop's kept fractions are bound to ``kept_tail``, so that the
+    inspector can say which boxes the crop dropped (:data:`TAIL_KEPT`)."""
+    move = ("boxes, classes, keypoints, " + ("kept_tail" if kept else "_") + " = _move_labels("
+            "boxes, classes, keypoints, {m}, {shape_in}, {shape_out}, " + repr(labels.min_kept)
+            + ", frame=\"centres\")")
     lines = [f"{', '.join(labels.names)} = labels"]
     if resize and labels.masks:  # relative boxes and keypoints stay (a Scale); masks follow
         lines += ["before_tail = images", resize,

@@ -113,10 +113,11 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     return lines
 
 
-def tail_lines(output: Output, labels: LabelSet | None = None) -> list[str]:
+def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = False) -> list[str]:
     """Body of ``finish(images, seed)``: the training tail declared in the preset's output.
     With ``labels`` (``finish(images, seed, labels)``) the resize, the centre crop and the
-    mirror move the labels too (:func:`label_code.tail_label_lines`)."""
+    mirror move the labels too (:func:`label_code.tail_label_lines`); the ``preview``'s also
+    returns the centre crop's kept fractions (a list: one entry, or none without a crop)."""
     resize = (f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})"
               if output.resize_shorter else None)
     mirror = (f"fn.random.coin_flip(probability={output.mirror_probability!r}, "
@@ -124,7 +125,7 @@ def tail_lines(output: Output, labels: LabelSet | None = None) -> list[str]:
     lines = [resize] if resize else []
     if labels is not None:
         lines = tail_label_lines(labels, resize, output.crop, mirror
-                                 if output.mirror_probability > 0 else None)
+                                 if output.mirror_probability > 0 else None, preview)
         mirror = "mirror"
     args = []
     if output.crop:
@@ -138,6 +139,7 @@ def tail_lines(output: Output, labels: LabelSet | None = None) -> list[str]:
     dtype = {"float32": "FLOAT", "float16": "FLOAT16", "uint8": "UINT8"}[output.dtype]
     args += [f"dtype=types.{dtype}", f'output_layout="{output.layout}"']
     lines.append(f"images = fn.crop_mirror_normalize(images, {', '.join(args)})")
+    kept = ", [kept_tail]" if output.crop else ", []"
     lines.append("return images" if labels is None else
-                 f"return images, ({', '.join(labels.names)})")
+                 f"return images, ({', '.join(labels.names)})" + (kept if preview else ""))
     return lines

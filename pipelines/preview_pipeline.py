@@ -74,8 +74,9 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
                                                           _label_inputs(images, labels, device))
         if tail and labels is None:
             images = module.finish(images, seed)
-        elif tail:  # the tail moves the labels too (its drops are not reported)
-            images, moved = module.finish(images, seed, moved)
+        elif tail:  # the tail moves the labels too; its crop's kept fractions come last
+            images, moved, tail_kept = module.finish(images, seed, moved)
+            kept = [*kept, *tail_kept]
         return (images, *records, *moved, *kept)
 
     return preview(

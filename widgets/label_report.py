@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dali_gallery.pipelines.label_code import TAIL_KEPT
 from dali_gallery.pipelines.label_render import LabelOutput, SampleLabels
 from dali_gallery.pipelines.preset import Group, Preset
 
@@ -98,7 +99,10 @@ def input_tile_labels(labels: SampleLabels) -> TileLabels:
 
 
 def step_name(preset: Preset, key: tuple[int, int | None]) -> str:
-    """``step 2 (crop)``, or ``step 3.1 (rotate)`` for a group's child."""
+    """``step 2 (crop)``, or ``step 3.1 (rotate)`` for a group's child, or the training
+    output's centre crop."""
+    if key == TAIL_KEPT:
+        return "training output (centre crop)"
     step, child = key
     if not 0 <= step < len(preset.steps):
         return f"step {step}"

@@ -279,6 +279,27 @@ def test_a_batch_without_any_box_goes_through_every_kind_of_step():
         e.close()
 
 
+def test_the_training_tail_s_centre_crop_reports_the_boxes_it_drops():
+    """The inspector names the step that dropped a box; the training output's centre crop
+    drops boxes too, and says so after the chain's steps."""
+    from dali_gallery.pipelines.label_code import TAIL_KEPT
+    from dali_gallery.pipelines.preset import Output
+
+    img, labels = scene(rect=(4, 4, 40, 30))  # outside a 40x40 centre crop of 160x96
+    e = PreviewEngine("cpu", num_threads=2)
+    e.set_arrays([img])
+    e.set_labels([labels])
+    tail = Output(crop=(40, 40), dtype="uint8", layout="HWC")
+    try:
+        r = e.render(Preset([step("rotate", angle=0.0)], output=tail), tail=True)
+    finally:
+        e.close()
+    out = r.labels[0]
+    assert list(out.kept) == [(0, None), TAIL_KEPT]
+    assert out.kept[(0, None)].tolist() == [1.0] and out.kept[TAIL_KEPT].tolist() == [0.0]
+    assert len(out.labels.boxes) == 0 and out.dropped(e.min_kept) == {(0, None): 0, TAIL_KEPT: 1}
+
+
 def test_the_training_tail_moves_labels_with_its_resize_centre_crop_and_mirror(engine):
     from dali_gallery.pipelines.preset import Output
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dali_gallery.pipelines.label_code import TAIL_KEPT
 from dali_gallery.pipelines.label_render import LabelOutput, SampleLabels
 from dali_gallery.pipelines.preset import Group, Preset, Step
 from dali_gallery.widgets.label_report import dropped_counts, labels_html, step_lines, track
@@ -35,6 +36,17 @@ def test_track_follows_survivors_through_steps():
     assert lines == ["step 1 (crop): dropped 1 box (dog, kept 10 % of its area), clipped 1 box",
                      "step 2.1 (rotate): clipped 1 box (person, kept 40 % of its area)"]
     assert dropped_counts([o, o], 0.25) == {(1, None): 2, (2, 1): 0}
+
+
+def test_the_training_output_s_centre_crop_is_named_after_the_steps():
+    o = out([[0.4, 0.4, 0.6, 0.6]], [2], {(1, None): [1.0, 0.7], TAIL_KEPT: [0.0, 1.0]})
+    t = track(2, o, 0.25)
+    assert t.survivors == [1] and t.dropped_at == {0: TAIL_KEPT}
+    lines = step_lines(t, np.array([1, 2]), NAMES, preset())
+    assert lines == ["step 1 (crop): clipped 1 box",
+                     "training output (centre crop): dropped 1 box (person, kept 0 % of its "
+                     "area)"]
+    assert dropped_counts([o], 0.25) == {(1, None): 0, TAIL_KEPT: 1}
 
 
 def test_entries_that_do_not_add_up_claim_nothing():
