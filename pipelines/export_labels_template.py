@@ -4,7 +4,8 @@ detection example and the script's ``main``.
 
 ``str.format`` templates (braces doubled) that :mod:`pipelines.export_labels` fills with the
 chain's flags and the label variables; the checkpoint functions are the plain module's own
-(:data:`pipelines.export_template.CHECKPOINT_TEMPLATE`).
+(:data:`pipelines.export_template.CHECKPOINT_TEMPLATE`), with the replay to a batch and the
+command line's batch options.
 """
 
 from .export_template import CHECKPOINT_TEMPLATE
@@ -181,54 +182,36 @@ def batch_at(
     """Batch `iteration` (0 = the first) of a shard as (images, labels): a list of numpy
     images and a dict of per-sample lists ({keys}).
 
-    Runs create_pipeline() from the start, or from the checkpoint file `restore`; with
-    checkpoint_every=K it saves the state before every K-th batch in checkpoint_dir
-    (checkpoint_file()). max_batches: refuse to run more batches than that (a budget).
-    dali-gallery's `render --iteration --annotations` calls this function.
+    Replayed from the start or from a checkpoint (replay()); dali-gallery's `render
+    --iteration --annotations` calls this function.
     """
-    if iteration < 0 or checkpoint_every < 0:
-        raise ValueError("iteration and checkpoint_every must be 0 or more")
-    settings = {{
-        "batch_size": batch_size,
-        "seed": seed,
-        "shard_id": shard_id,
-        "num_shards": num_shards,
-        "random_shuffle": random_shuffle,
-        "device": "cpu" if device_id is None else "gpu",
-        "preset": PRESET_JSON,
-    }}
-    start, state = read_checkpoint(restore, settings) if restore else (0, None)
-    if iteration < start:
-        raise ValueError(
-            f"{{restore!r}} is the state before batch {{start}}, after batch {{iteration}}: "
-            "replay that from the start or from an earlier checkpoint"
+    run = (batch_size, seed, shard_id, num_shards, random_shuffle, device_id)
+    settings = run_settings(*run)
+
+    def make_pipeline(enable_checkpointing, checkpoint):
+        return create_pipeline(
+            file_root,
+            annotations_file,
+            batch_size,
+            num_threads=num_threads,
+            device_id=device_id,
+            seed=seed,
+            shard_id=shard_id,
+            num_shards=num_shards,
+            random_shuffle=random_shuffle,
+            enable_checkpointing=enable_checkpointing,
+            checkpoint=checkpoint,
         )
-    if max_batches is not None and iteration + 1 - start > max_batches:
-        raise ValueError(
-            f"batch {{iteration}} is {{iteration + 1 - start}} batches away, more than "
-            f"{{max_batches}}: restore a checkpoint saved closer to it"
-        )
-    pipe = create_pipeline(
-        file_root,
-        annotations_file,
-        batch_size,
-        num_threads=num_threads,
-        device_id=device_id,
-        seed=seed,
-        shard_id=shard_id,
-        num_shards=num_shards,
-        random_shuffle=random_shuffle,
-        enable_checkpointing=checkpoint_every > 0,
-        checkpoint=state,
+
+    outputs = replay(
+        make_pipeline,
+        settings,
+        iteration,
+        restore,
+        checkpoint_every,
+        checkpoint_dir,
+        max_batches,
     )
-    pipe.build()
-    for i in range(start, iteration + 1):
-        if checkpoint_every and i % checkpoint_every == 0:
-            path = checkpoint_file(checkpoint_dir, i)
-            pipe.checkpoint(path)
-            with open(path + ".json", "w", encoding="utf-8") as f:
-                json.dump({{"iteration": i, "settings": settings}}, f)
-        outputs = pipe.run()
     host = [out.as_cpu() if hasattr(out, "as_cpu") else out for out in outputs]
     arrays = [[np.array(out[i]) for i in range(len(out))] for out in host]
     return arrays[0], dict(zip(LABEL_KEYS, arrays[1:], strict=True))
@@ -276,37 +259,11 @@ def main(argv=None):
     parser.add_argument(
         "--annotations", required=True, metavar="FILE.json", help="COCO instances file"
     )
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--no-shuffle", action="store_true", help="read in id order")
-    parser.add_argument("--shard", type=int, default=0, help="this process's shard_id")
-    parser.add_argument("--num-shards", type=int, default=1)
-    parser.add_argument("--iteration", type=int, default=0, help="0: the first batch")
-    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K")
-    parser.add_argument("--checkpoint-dir", help="folder for --checkpoint-every")
-    parser.add_argument("--restore", metavar="FILE", help="a saved checkpoint")
-    parser.add_argument("--out", default="batch.npz")
+    batch_arguments(parser, "id order")
     args = parser.parse_args(argv)
-    if args.checkpoint_every and not args.checkpoint_dir:
-        parser.error("--checkpoint-every needs --checkpoint-dir")
-    if args.checkpoint_dir:
-        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    options = batch_options(parser, args)
     try:
-        images, labels = batch_at(
-            args.images,
-            args.annotations,
-            args.batch_size,
-            iteration=args.iteration,
-            device_id=0 if args.device == "gpu" else None,
-            seed=args.seed,
-            shard_id=args.shard,
-            num_shards=args.num_shards,
-            random_shuffle=not args.no_shuffle,
-            restore=args.restore,
-            checkpoint_every=args.checkpoint_every,
-            checkpoint_dir=args.checkpoint_dir,
-        )
+        images, labels = batch_at(args.images, args.annotations, **options)
     except (ValueError, OSError) as e:
         parser.error(str(e))
     arrays = {{}}

@@ -157,9 +157,96 @@ def read_checkpoint(path, settings):
     return iteration, state
 
 
+def replay(
+    make_pipeline,
+    settings,
+    iteration,
+    restore,
+    checkpoint_every,
+    checkpoint_dir,
+    max_batches,
+):
+    """The outputs of batch `iteration` (0 = the first) of the pipeline
+    make_pipeline(enable_checkpointing, checkpoint) gives, run from the start or from
+    the checkpoint file `restore` (saved with these settings); with checkpoint_every=K
+    it saves the state before every K-th batch in checkpoint_dir (checkpoint_file()).
+    max_batches: refuse to run more batches than that (a budget)."""
+    if iteration < 0 or checkpoint_every < 0:
+        raise ValueError("iteration and checkpoint_every must be 0 or more")
+    start, state = read_checkpoint(restore, settings) if restore else (0, None)
+    if iteration < start:
+        raise ValueError(
+            f"{{restore!r}} is the state before batch {{start}}, after batch {{iteration}}: "
+            "replay that from the start or from an earlier checkpoint"
+        )
+    if max_batches is not None and iteration + 1 - start > max_batches:
+        raise ValueError(
+            f"batch {{iteration}} is {{iteration + 1 - start}} batches away, more than "
+            f"{{max_batches}}: restore a checkpoint saved closer to it"
+        )
+    pipe = make_pipeline(checkpoint_every > 0, state)
+    pipe.build()
+    for i in range(start, iteration + 1):
+        if checkpoint_every and i % checkpoint_every == 0:
+            path = checkpoint_file(checkpoint_dir, i)
+            pipe.checkpoint(path)
+            with open(path + ".json", "w", encoding="utf-8") as f:
+                json.dump({{"iteration": i, "settings": settings}}, f)
+        outputs = pipe.run()
+    return outputs
+
+
+def run_settings(batch_size, seed, shard_id, num_shards, random_shuffle, device_id):
+    """What a checkpoint must have been saved with for this run to go on from it."""
+    return {{
+        "batch_size": batch_size,
+        "seed": seed,
+        "shard_id": shard_id,
+        "num_shards": num_shards,
+        "random_shuffle": random_shuffle,
+        "device": "cpu" if device_id is None else "gpu",
+        "preset": PRESET_JSON,
+    }}
+
+
+def batch_arguments(parser, order):
+    """The command line's batch_at() options; `order`: what --no-shuffle reads in."""
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--no-shuffle", action="store_true", help=f"read in {{order}}")
+    parser.add_argument("--shard", type=int, default=0, help="this process's shard_id")
+    parser.add_argument("--num-shards", type=int, default=1)
+    parser.add_argument("--iteration", type=int, default=0, help="0: the first batch")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K")
+    parser.add_argument("--checkpoint-dir", help="folder for --checkpoint-every")
+    parser.add_argument("--restore", metavar="FILE", help="a saved checkpoint")
+    parser.add_argument("--out", default="batch.npz")
+
+
+def batch_options(parser, args):
+    """batch_at()'s keyword arguments from the parsed command line."""
+    if args.checkpoint_every and not args.checkpoint_dir:
+        parser.error("--checkpoint-every needs --checkpoint-dir")
+    if args.checkpoint_dir:
+        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    return {{
+        "batch_size": args.batch_size,
+        "iteration": args.iteration,
+        "device_id": 0 if args.device == "gpu" else None,
+        "seed": args.seed,
+        "shard_id": args.shard,
+        "num_shards": args.num_shards,
+        "random_shuffle": not args.no_shuffle,
+        "restore": args.restore,
+        "checkpoint_every": args.checkpoint_every,
+        "checkpoint_dir": args.checkpoint_dir,
+    }}
+
+
 '''
-"""Saving and reading checkpoints with their settings: shared by the module with labels
-(:mod:`pipelines.export_labels_template`)."""
+"""Saving, reading and replaying to checkpoints with their settings, and the command line's
+batch options: shared by the module with labels (:mod:`pipelines.export_labels_template`)."""
 
 _BATCH = '''\
 def batch_at(
@@ -177,55 +264,36 @@ def batch_at(
     num_threads=4,
     max_batches=None,
 ):
-    """Batch `iteration` (0 = the first) of a shard as (images, labels) numpy arrays.
-
-    Runs create_pipeline() from the start, or from the checkpoint file `restore`; with
-    checkpoint_every=K it saves the state before every K-th batch in checkpoint_dir
-    (checkpoint_file()). max_batches: refuse to run more batches than that (a budget).
-    dali-gallery's `render --iteration` calls this function.
+    """Batch `iteration` (0 = the first) of a shard as (images, labels) numpy arrays,
+    replayed from the start or from a checkpoint (replay()). dali-gallery's `render
+    --iteration` calls this function.
     """
-    if iteration < 0 or checkpoint_every < 0:
-        raise ValueError("iteration and checkpoint_every must be 0 or more")
-    settings = {{
-        "batch_size": batch_size,
-        "seed": seed,
-        "shard_id": shard_id,
-        "num_shards": num_shards,
-        "random_shuffle": random_shuffle,
-        "device": "cpu" if device_id is None else "gpu",
-        "preset": PRESET_JSON,
-    }}
-    start, state = read_checkpoint(restore, settings) if restore else (0, None)
-    if iteration < start:
-        raise ValueError(
-            f"{{restore!r}} is the state before batch {{start}}, after batch {{iteration}}: "
-            "replay that from the start or from an earlier checkpoint"
+    run = (batch_size, seed, shard_id, num_shards, random_shuffle, device_id)
+    settings = run_settings(*run)
+
+    def make_pipeline(enable_checkpointing, checkpoint):
+        return create_pipeline(
+            file_root,
+            batch_size,
+            num_threads=num_threads,
+            device_id=device_id,
+            seed=seed,
+            shard_id=shard_id,
+            num_shards=num_shards,
+            random_shuffle=random_shuffle,
+            enable_checkpointing=enable_checkpointing,
+            checkpoint=checkpoint,
         )
-    if max_batches is not None and iteration + 1 - start > max_batches:
-        raise ValueError(
-            f"batch {{iteration}} is {{iteration + 1 - start}} batches away, more than "
-            f"{{max_batches}}: restore a checkpoint saved closer to it"
-        )
-    pipe = create_pipeline(
-        file_root,
-        batch_size,
-        num_threads=num_threads,
-        device_id=device_id,
-        seed=seed,
-        shard_id=shard_id,
-        num_shards=num_shards,
-        random_shuffle=random_shuffle,
-        enable_checkpointing=checkpoint_every > 0,
-        checkpoint=state,
+
+    images, labels = replay(
+        make_pipeline,
+        settings,
+        iteration,
+        restore,
+        checkpoint_every,
+        checkpoint_dir,
+        max_batches,
     )
-    pipe.build()
-    for i in range(start, iteration + 1):
-        if checkpoint_every and i % checkpoint_every == 0:
-            path = checkpoint_file(checkpoint_dir, i)
-            pipe.checkpoint(path)
-            with open(path + ".json", "w", encoding="utf-8") as f:
-                json.dump({{"iteration": i, "settings": settings}}, f)
-        images, labels = pipe.run()
     if device_id is not None:
         images, labels = images.as_cpu(), labels.as_cpu()
     labels = np.concatenate([np.array(lab).reshape(-1) for lab in labels])
@@ -259,36 +327,11 @@ def main(argv=None):
     image_0000, image_0001, ..., labels."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--images", required=True, help="image folder")
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--no-shuffle", action="store_true", help="read in file order")
-    parser.add_argument("--shard", type=int, default=0, help="this process's shard_id")
-    parser.add_argument("--num-shards", type=int, default=1)
-    parser.add_argument("--iteration", type=int, default=0, help="0: the first batch")
-    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K")
-    parser.add_argument("--checkpoint-dir", help="folder for --checkpoint-every")
-    parser.add_argument("--restore", metavar="FILE", help="a saved checkpoint")
-    parser.add_argument("--out", default="batch.npz")
+    batch_arguments(parser, "file order")
     args = parser.parse_args(argv)
-    if args.checkpoint_every and not args.checkpoint_dir:
-        parser.error("--checkpoint-every needs --checkpoint-dir")
-    if args.checkpoint_dir:
-        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    options = batch_options(parser, args)
     try:
-        images, labels = batch_at(
-            args.images,
-            args.batch_size,
-            iteration=args.iteration,
-            device_id=0 if args.device == "gpu" else None,
-            seed=args.seed,
-            shard_id=args.shard,
-            num_shards=args.num_shards,
-            random_shuffle=not args.no_shuffle,
-            restore=args.restore,
-            checkpoint_every=args.checkpoint_every,
-            checkpoint_dir=args.checkpoint_dir,
-        )
+        images, labels = batch_at(args.images, **options)
     except ValueError as e:
         parser.error(str(e))
     arrays = {{f"image_{{i:04d}}": image for i, image in enumerate(images)}}

@@ -42,8 +42,8 @@ TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cu
              "_random_signs", "_auto_augment_stages", "_auto_augment_runs", "_bbox_crop", "_wh",
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",
-             "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "batch_at",
-             "main"}
+             "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "replay",
+             "run_settings", "batch_arguments", "batch_options", "batch_at", "main"}
 
 
 @pytest.fixture(scope="module")
