@@ -53,10 +53,11 @@ class ChainModules:
 
 def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, threads: int,
                    tail: bool, checkpointing: bool, conditionals: bool,
-                   labels: LabelSet | None = None) -> Any:
+                   labels: LabelSet | None = None, trace_only: bool = False) -> Any:
     """The (unbuilt) preview pipeline around ``module.augment``; with ``labels`` it also
     feeds each image's boxes, classes, keypoints (and masks) and returns them moved, then each
-    moving step's kept fractions."""
+    moving step's kept fractions. ``trace_only``: made to be serialized, never built, so it
+    names no GPU (DALI serializes a GPU graph without one; whoever loads it gives the device)."""
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(enable_conditionals=conditionals)
@@ -82,7 +83,7 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
     return preview(
         batch_size=batch,
         num_threads=threads,
-        device_id=0 if device == "gpu" else None,
+        device_id=0 if device == "gpu" and not trace_only else None,
         seed=seed,
         prefetch_queue_depth=1,
         enable_checkpointing=checkpointing,

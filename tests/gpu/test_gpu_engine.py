@@ -107,6 +107,27 @@ def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
     assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in loaded.records]
 
 
+def test_a_gpu_pipeline_traced_ahead_without_a_gpu_renders_identically(engine, tmp_path):
+    """The trace-ahead workers see no GPU (no CUDA context each): the GPU pipeline they
+    serialize loads and renders exactly as one traced in the engine's own process."""
+    preset = load(preset_dict([
+        {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+        {"op": "rand_augment", "params": {"n": 2, "m": 12}},
+    ], seed=23))
+    here = PreviewEngine("gpu", num_threads=4, cache=PipelineCache(tmp_path / "here"))
+    ahead = PreviewEngine("gpu", num_threads=4, cache=PipelineCache(tmp_path / "ahead"))
+    for eng in (here, ahead):
+        eng.set_arrays(engine.images[:3], engine.names[:3])
+    assert ahead.trace_ahead([(preset, 2)], workers=1) == 1
+    traced, loaded = here.render(preset, draws=2), ahead.render(preset, draws=2)
+    assert (here.cache_hits, ahead.cache_hits, ahead.builds) == (0, 1, 1)
+    for a, b in zip(traced.images, loaded.images, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in loaded.records]
+    here.close()
+    ahead.close()
+
+
 @pytest.mark.parametrize("dense", [False, True])
 def test_a_render_keeps_its_pixels_after_later_renders(engine, dense):
     """A GPU render's images are views of its own host copy (no second copy): later renders

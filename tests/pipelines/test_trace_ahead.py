@@ -15,7 +15,7 @@ from dali_gallery.gallery.sweep import plan_row, render_row, row_renders
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
-from dali_gallery.pipelines.trace_ahead import TraceAhead, TraceJob
+from dali_gallery.pipelines.trace_ahead import TraceAhead, TraceJob, _environment
 from tests.support import cpu_engine, preset_dict, sample_arrays
 
 POLICY = [{"op": "rand_augment", "params": {"n": 2, "m": 12}}]
@@ -81,6 +81,21 @@ def test_a_failed_worker_is_logged_and_the_render_traces_it(arrays, tmp_path, ca
     assert ahead.failed == 1 and "broken chain source" in caplog.text
     assert ahead.wait(bad.key) is False  # nothing pending any more
     ahead.close()
+
+
+def test_workers_trace_gpu_pipelines_without_seeing_a_gpu(arrays, tmp_path):
+    """A worker only traces and serializes: it runs with no GPU visible (each one that saw the
+    GPU held a CUDA context of ~520 MiB while it traced), and a GPU chain still traces there.
+    The GPU twin (tests/gpu) loads such a pipeline and renders it."""
+    preset = load(preset_dict(POLICY, seed=5))
+    code = engine(arrays, PipelineCache(None)).code(preset)
+    job = TraceJob("g" * 40, code, preset.seed, 2, "gpu", 1, True, True, str(tmp_path))
+    ahead = TraceAhead(workers=1)
+    assert ahead.start([job]) == 1
+    assert ahead.wait(job.key) is True, "the worker could not trace a GPU chain"
+    ahead.close()
+    assert PipelineCache(tmp_path).has(job.key)
+    assert _environment()["CUDA_VISIBLE_DEVICES"] == ""
 
 
 def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):
