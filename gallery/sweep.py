@@ -266,6 +266,28 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     return RowResult(plan, tiles, (time.perf_counter() - t0) * 1000, labels=labels)
 
 
+def ahead_order(engine: PreviewEngine, catalog: Catalog, ops: list[str], todo: list[str],
+                steps: int, seed: int) -> tuple[list[str], int]:
+    """The gallery's rows (``ops``) in the order to render them, and how many were traced
+    ahead. Of the rows still to render (``todo``), those whose pipelines trace slowly
+    (conditionals, not cached) start tracing in worker processes, and custom operators on the
+    GPU have CuPy warmed (:meth:`PreviewEngine.warm_custom`): both go last, so the work runs
+    beside the other rows (the cards keep catalog order)."""
+    slow = []
+    for spec in (catalog[op] for op in todo):
+        if not spec.conditionals or spec.unavailable_on(engine.device):
+            continue
+        try:
+            plan = plan_row(spec, steps)
+            if engine.trace_ahead(row_renders(plan, seed, catalog)):
+                slow.append(spec.name)
+        except PresetError:  # an invalid column: its row says so when rendered
+            continue
+    warmed = engine.warm_custom(todo)
+    last = slow + [op for op in warmed if op not in slow]
+    return [op for op in ops if op not in last] + last, len(slow)
+
+
 def label_refusal(spec: OpSpec) -> str | None:
     """Why ``spec`` cannot run on labelled images (its catalog rule), None when it can."""
     rule = spec.labels

@@ -40,7 +40,7 @@ from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, gallery_ops, plan_row, render_row, row_renders
+from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls
 
@@ -293,22 +293,12 @@ class GalleryView:
         on_ui_thread(lambda: self._finish(job), self._ui_error)
 
     def _trace_ahead(self, ops: list[str]) -> list[str]:
-        """Worker thread: rows whose pipelines trace slowly (conditionals, not cached) start
-        tracing in worker processes and are rendered last (cards keep catalog order)."""
+        """Worker thread: the rows in the order to render them (:func:`sweep.ahead_order`)."""
         with self._lock:
-            todo = [self.catalog[op] for op in ops if op not in self.results]
-        slow = []
-        for spec in todo:
-            if not spec.conditionals or spec.unavailable_on(self.engine.device):
-                continue
-            try:
-                plan = plan_row(spec, self.steps)
-                if self.engine.trace_ahead(row_renders(plan, self.seed, self.catalog)):
-                    slow.append(spec.name)
-            except PresetError:  # an invalid column: its row says so when rendered
-                continue
-        self.stats["traced_ahead"] = len(slow)
-        return [op for op in ops if op not in slow] + slow
+            todo = [op for op in ops if op not in self.results]
+        order, self.stats["traced_ahead"] = ahead_order(self.engine, self.catalog, ops, todo,
+                                                        self.steps, self.seed)
+        return order
 
     def _delivered(self, outcome: Outcome[_Job, None]) -> None:
         """Main thread: a job that raised is a bug; say so if its generation is current."""

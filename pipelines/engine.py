@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ import numpy as np
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, feed_name, preview_module
 from .custom_budget import check_custom_time
+from .custom_probe import warm_gpu
 from .device import Device, resolve
 from .display import encode_tiles
 from .fed_values import layout, pack
@@ -266,6 +268,18 @@ class PreviewEngine:
         if self._ahead is None:
             self._ahead = TraceAhead(workers)
         return self._ahead.start(jobs)
+
+    def warm_custom(self, ops: Sequence[str]) -> list[str]:
+        """On the GPU: import CuPy and compile the kernels of these custom operators in a
+        background thread (:func:`.custom_probe.warm_gpu`), and return them; on the CPU
+        (NumPy, nothing to compile) none."""
+        specs = [s for s in map(self.catalog.__getitem__, ops) if s.custom and "gpu" in s.devices]
+        if self.device != "gpu" or not specs:
+            return []
+        items = [(s.name, s.function, s.params) for s in specs]
+        threading.Thread(target=warm_gpu, args=(items,), daemon=True,
+                         name="dali-gallery-cupy-warm").start()
+        return [s.name for s in specs]
 
     def code(self, preset: Preset, tail: bool = False) -> str:
         """The preview module source (what the engine builds; handy for debugging)."""

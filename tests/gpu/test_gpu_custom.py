@@ -6,6 +6,8 @@ error to DALI outside the stream instead."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,33 @@ def test_an_exception_in_a_gpu_function_is_a_step_error_not_a_crash(catalog):
     render = eng.render(preset)
     np.testing.assert_array_equal(render.images[0], eng.images[0])
     eng.close()
+
+
+def test_warming_cupy_runs_each_function_once_and_names_a_failure(caplog):
+    """The gallery warms CuPy for its custom rows in a background thread (its import and the
+    kernels' compilation leave the first render that runs them): each function is called once
+    per process on a CuPy image, and one that fails is logged with its operator."""
+    from dali_gallery.pipelines.custom_probe import warm_gpu
+
+    seen = []
+
+    def fine(image, level):
+        seen.append((type(image).__module__.split(".")[0], float(level)))
+        return image
+
+    def broken(image, level):
+        raise RuntimeError("no kernel for this")
+
+    with caplog.at_level(logging.WARNING):
+        warm_gpu([("custom.test_fine", fine, LEVEL), ("custom.test_broken", broken, LEVEL)])
+        warm_gpu([("custom.test_fine", fine, LEVEL)])
+    assert seen == [("cupy", 0.5)]
+    assert "custom.test_broken" in caplog.text and "no kernel for this" in caplog.text
+
+
+def test_a_gpu_engine_warms_its_custom_rows():
+    eng = PreviewEngine("gpu", num_threads=2)
+    try:
+        assert eng.warm_custom(["rotate", "custom.vignette"]) == ["custom.vignette"]
+    finally:
+        eng.close()

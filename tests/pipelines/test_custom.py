@@ -480,3 +480,9 @@ def _top_level_names(tree: ast.Module) -> set[str]:
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
 
+
+
+def test_custom_kernels_are_warmed_on_the_gpu_only(engine):
+    """On the CPU the functions run NumPy: nothing to compile, nothing warmed, no thread (the
+    GPU twin: tests/gpu/test_gpu_custom.py)."""
+    assert engine.warm_custom(["custom.vignette", "rotate"]) == []
