@@ -12,6 +12,7 @@ from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import PresetError, load
+from dali_gallery.pipelines.render_budget import BudgetError
 from dali_gallery.pipelines.step_error import StepError
 from tests.support import CPU_OPS, SAMPLES, first_batch, one_step, preset_dict, random_value
 
@@ -101,7 +102,11 @@ def steps(draw: st.DrawFn) -> dict:
 
 def _asked_for_it(preset, error: StepError) -> bool:
     """A window larger than the image with out_of_bounds_policy "error" is the user's choice,
-    which DALI enforces at render time: the error names the step (or group) that asked."""
+    which DALI enforces at render time: the error names the step (or group) that asked. So is
+    a chain whose images outgrow the render's pixel budget (three pastes at ratio 3), refused
+    before DALI runs."""
+    if isinstance(error, BudgetError):
+        return error.step is not None
     if error.step is None:
         return False
     step = preset.steps[error.step]
@@ -120,6 +125,9 @@ def _asked_for_it(preset, error: StepError) -> bool:
 @example(chain=[{"op": "crop", "probability": 1.0,  # a window wider than the 384 px samples
                   "params": {"crop_h": 192.0, "crop_w": 385.0, "out_of_bounds_policy": "error"}}],
          seed=0)
+@example(chain=[{"op": "paste", "probability": 1.0, "params": {}},  # 5184 px: over budget
+                {"op": "paste", "probability": 1.0, "params": {"ratio": 3.0}},
+                {"op": "paste", "probability": 1.0, "params": {"ratio": 3.0}}], seed=0)
 def test_random_chains_match_export(engine, tmp_path, chain, seed):
     try:
         preset = load(preset_dict(chain, seed=seed))
