@@ -62,7 +62,10 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
 
     @pipeline_def(enable_conditionals=conditionals)
     def preview():
-        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
+        # no_copy: the engine's input batches (pipelines.input_batches) outlive the render, so
+        # DALI can read them in place (a copy cost 0.13 ms a render of 8 x 256x256 on 2 cores)
+        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8,
+                                    no_copy=True)
         if device == "gpu":
             images = images.gpu()
         fed_nodes(module)  # the run-time values, one vector per type (pipelines.fed_values)
@@ -96,12 +99,12 @@ def _label_inputs(images: Any, labels: LabelSet, device: Device) -> tuple[Any, .
     size with nearest neighbour, on the images' device."""
     from nvidia.dali import fn, types
 
-    boxes = fn.external_source(name="boxes", dtype=types.FLOAT)
-    classes = fn.external_source(name="classes", dtype=types.INT32)
-    keypoints = fn.external_source(name="keypoints", dtype=types.FLOAT)
+    boxes = fn.external_source(name="boxes", dtype=types.FLOAT, no_copy=True)
+    classes = fn.external_source(name="classes", dtype=types.INT32, no_copy=True)
+    keypoints = fn.external_source(name="keypoints", dtype=types.FLOAT, no_copy=True)
     if not labels.masks:
         return boxes, classes, keypoints
-    masks = fn.external_source(name="masks", dtype=types.UINT8, layout="HWC")
+    masks = fn.external_source(name="masks", dtype=types.UINT8, layout="HWC", no_copy=True)
     if device == "gpu":
         masks = masks.gpu()
     shape = images.shape(dtype=types.FLOAT)
