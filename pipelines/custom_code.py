@@ -40,7 +40,7 @@ RESERVED_NAMES = frozenset({
     "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "_auto_augment_stages",
     "_auto_augment_runs", "_random_signs", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
-    "checkpoint_file", "read_checkpoint", "replay", "run_settings", "batch_arguments",
+    "checkpoint_file", "read_checkpoint", "replay", "batch_arguments",
     "batch_options", "batch_at", "main",
     # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
     "_wh", "_moved", "_moved_batch", "_move_labels", "_flag", "_flip_labels", "_warp_mask",

@@ -185,32 +185,20 @@ def batch_at(
     Replayed from the start or from a checkpoint (replay()); dali-gallery's `render
     --iteration --annotations` calls this function.
     """
-    run = (batch_size, seed, shard_id, num_shards, random_shuffle, device_id)
-    settings = run_settings(*run)
-
-    def make_pipeline(enable_checkpointing, checkpoint):
-        return create_pipeline(
-            file_root,
-            annotations_file,
-            batch_size,
-            num_threads=num_threads,
-            device_id=device_id,
-            seed=seed,
-            shard_id=shard_id,
-            num_shards=num_shards,
-            random_shuffle=random_shuffle,
-            enable_checkpointing=enable_checkpointing,
-            checkpoint=checkpoint,
-        )
-
     outputs = replay(
-        make_pipeline,
-        settings,
+        (file_root, annotations_file),
+        batch_size,
         iteration,
         restore,
         checkpoint_every,
         checkpoint_dir,
         max_batches,
+        num_threads,
+        device_id=device_id,
+        seed=seed,
+        shard_id=shard_id,
+        num_shards=num_shards,
+        random_shuffle=random_shuffle,
     )
     host = [out.as_cpu() if hasattr(out, "as_cpu") else out for out in outputs]
     arrays = [[np.array(out[i]) for i in range(len(out))] for out in host]

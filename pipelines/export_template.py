@@ -158,21 +158,33 @@ def read_checkpoint(path, settings):
 
 
 def replay(
-    make_pipeline,
-    settings,
+    inputs,
+    batch_size,
     iteration,
     restore,
     checkpoint_every,
     checkpoint_dir,
     max_batches,
+    num_threads,
+    **run,
 ):
-    """The outputs of batch `iteration` (0 = the first) of the pipeline
-    make_pipeline(enable_checkpointing, checkpoint) gives, run from the start or from
-    the checkpoint file `restore` (saved with these settings); with checkpoint_every=K
-    it saves the state before every K-th batch in checkpoint_dir (checkpoint_file()).
-    max_batches: refuse to run more batches than that (a budget)."""
+    """The outputs of batch `iteration` (0 = the first) of create_pipeline(*inputs,
+    batch_size, **run) (run: device_id, seed, shard_id, num_shards, random_shuffle),
+    run from the start or from the checkpoint file `restore`, which must have been saved
+    with the same settings; with checkpoint_every=K it saves the state before every K-th
+    batch in checkpoint_dir (checkpoint_file()). max_batches: refuse to run more batches
+    than that (a budget)."""
     if iteration < 0 or checkpoint_every < 0:
         raise ValueError("iteration and checkpoint_every must be 0 or more")
+    settings = {{
+        "batch_size": batch_size,
+        "seed": run["seed"],
+        "shard_id": run["shard_id"],
+        "num_shards": run["num_shards"],
+        "random_shuffle": run["random_shuffle"],
+        "device": "cpu" if run["device_id"] is None else "gpu",
+        "preset": PRESET_JSON,
+    }}
     start, state = read_checkpoint(restore, settings) if restore else (0, None)
     if iteration < start:
         raise ValueError(
@@ -184,7 +196,14 @@ def replay(
             f"batch {{iteration}} is {{iteration + 1 - start}} batches away, more than "
             f"{{max_batches}}: restore a checkpoint saved closer to it"
         )
-    pipe = make_pipeline(checkpoint_every > 0, state)
+    pipe = create_pipeline(
+        *inputs,
+        batch_size,
+        num_threads=num_threads,
+        enable_checkpointing=checkpoint_every > 0,
+        checkpoint=state,
+        **run,
+    )
     pipe.build()
     for i in range(start, iteration + 1):
         if checkpoint_every and i % checkpoint_every == 0:
@@ -194,19 +213,6 @@ def replay(
                 json.dump({{"iteration": i, "settings": settings}}, f)
         outputs = pipe.run()
     return outputs
-
-
-def run_settings(batch_size, seed, shard_id, num_shards, random_shuffle, device_id):
-    """What a checkpoint must have been saved with for this run to go on from it."""
-    return {{
-        "batch_size": batch_size,
-        "seed": seed,
-        "shard_id": shard_id,
-        "num_shards": num_shards,
-        "random_shuffle": random_shuffle,
-        "device": "cpu" if device_id is None else "gpu",
-        "preset": PRESET_JSON,
-    }}
 
 
 def batch_arguments(parser, order):
@@ -268,31 +274,20 @@ def batch_at(
     replayed from the start or from a checkpoint (replay()). dali-gallery's `render
     --iteration` calls this function.
     """
-    run = (batch_size, seed, shard_id, num_shards, random_shuffle, device_id)
-    settings = run_settings(*run)
-
-    def make_pipeline(enable_checkpointing, checkpoint):
-        return create_pipeline(
-            file_root,
-            batch_size,
-            num_threads=num_threads,
-            device_id=device_id,
-            seed=seed,
-            shard_id=shard_id,
-            num_shards=num_shards,
-            random_shuffle=random_shuffle,
-            enable_checkpointing=enable_checkpointing,
-            checkpoint=checkpoint,
-        )
-
     images, labels = replay(
-        make_pipeline,
-        settings,
+        (file_root,),
+        batch_size,
         iteration,
         restore,
         checkpoint_every,
         checkpoint_dir,
         max_batches,
+        num_threads,
+        device_id=device_id,
+        seed=seed,
+        shard_id=shard_id,
+        num_shards=num_shards,
+        random_shuffle=random_shuffle,
     )
     if device_id is not None:
         images, labels = images.as_cpu(), labels.as_cpu()

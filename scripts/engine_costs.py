@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +27,7 @@ from dali_gallery.pipelines.fed_values import layout, pack
 from dali_gallery.pipelines.label_render import SampleLabels
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preview_pipeline import feed_values
+from dali_gallery.pipelines.timing import calls_median_ms
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "gpu"
 THREADS = os.cpu_count() or 2
@@ -39,12 +38,7 @@ RANGES = np.array([-15, 15, .8, 1.2, .8, 1.2, -10, 10, .8, 1.2, .1, 1.5], np.flo
 def median_ms(run: Callable[[], Any], n: int = 40) -> float:
     run()
     run()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return calls_median_ms(run, n)
 
 
 def chain_with_records(x: Any, fed: Any = None) -> tuple[Any, list[Any]]:

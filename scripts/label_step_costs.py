@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +27,7 @@ from dali_gallery.pipelines.generated_module import import_source
 from dali_gallery.pipelines.label_code import LabelSet
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load_file
+from dali_gallery.pipelines.timing import calls_median_ms
 
 DEVICE = sys.argv[1] if len(sys.argv) > 1 else "gpu"
 THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
@@ -52,15 +51,6 @@ VARIANTS = {
 }
 """The label step's replacements, appended to the generated module (the last definition of
 ``_move_labels`` wins)."""
-
-
-def median_ms(run: Callable[[], Any], n: int = 40) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def bare(pipe: Any, feeds: dict[str, Any]) -> Callable[[], Any]:
@@ -116,7 +106,7 @@ def main() -> None:
     best: dict[str, list[float]] = {}
     for _ in range(3):
         for key, run in runs.items():
-            best.setdefault(key, []).append(median_ms(run))
+            best.setdefault(key, []).append(calls_median_ms(run))
     print(json.dumps({k: round(min(v), 3) for k, v in best.items()}, indent=1))
 
 
