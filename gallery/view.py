@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,9 @@ from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
+from .sweep import STEPS, RowResult, ahead_order, gallery_engine, gallery_ops, plan_row, render_row
 from .view_labels import GalleryLabels, LabelRequest, LabelState
-from .view_layout import build_controls
+from .view_layout import build_controls, finished_text
 
 __all__ = ["GalleryView", "SIZES", "slug"]
 
@@ -83,7 +84,7 @@ class GalleryView:
         if not 1 <= max_images <= MAX_IMAGES:
             raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
                              f"{MAX_IMAGES}")
-        self.engine = engine or PreviewEngine(device, catalog=catalog)
+        self.engine = engine or gallery_engine(device, catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None
         self.max_images = max_images
@@ -111,6 +112,7 @@ class GalleryView:
         self.scheduler: Scheduler[_Job, None] = Scheduler(
             self._run, self._delivered, on_error=self._ui_error, ui=UI,
             name="dali-gallery-gallery")
+        self._cards = ThreadPoolExecutor(1, thread_name_prefix="dali-gallery-cards")
         build_controls(self, size)
         if images is not None:
             self.set_images(images)
@@ -200,6 +202,7 @@ class GalleryView:
             self._gen += 1
             rows, self._rows = list(self._rows.values()), {}
         self.scheduler.close(timeout=30)
+        self._cards.shutdown(wait=True)
         for row in rows:
             row.close()
         self.engine.close()
@@ -267,30 +270,42 @@ class GalleryView:
         originals, names = self.engine.images, self.engine.names
         px = tile_px(job.key[1])
         device = describe(self.engine.device)
+        cards: list[Future[None]] = []
         for k, op in enumerate(self._trace_ahead(job.ops)):
             if not self._current(job.gen):
-                return
+                break
             with self._lock:
                 result = self.results.get(op)  # a redraw: valid for these images and labels
             if result is None:
                 self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
                 result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
                                     seed=self.seed, catalog=self.catalog)
-            strips = row_strips(result, originals, px, labels)
             with self._lock:
                 if job.gen != self._gen:
-                    return
+                    break
                 self.results[op] = result
                 self.stats["row_ms"][op] = round(result.ms, 1)
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
-            on_ui_thread(lambda op=op, r=result, s=strips: self._publish(
-                job.key, op, r, s, (originals, names), labels), self._ui_error)
+            # the strips are encoded and the card made while DALI renders the next rows
+            cards.append(self._cards.submit(self._card, job, op, result, originals, names, px,
+                                            labels))
+        for card in cards:
+            card.result()  # an encoding failure is this job's: the scheduler reports it
         with self._lock:
             if job.gen != self._gen:
                 return
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
         on_ui_thread(lambda: self._finish(job), self._ui_error)
+
+    def _card(self, job: _Job, op: str, result: RowResult, originals: list[np.ndarray],
+              names: list[str], px: int, labels: LabelState | None) -> None:
+        """Card thread (one: cards come in render order): a row's strips, then its card."""
+        if not self._current(job.gen):
+            return
+        strips = row_strips(result, originals, px, labels)
+        on_ui_thread(lambda: self._publish(job.key, op, result, strips, (originals, names),
+                                           labels), self._ui_error)
 
     def _trace_ahead(self, ops: list[str]) -> list[str]:
         """Worker thread: the rows in the order to render them (:func:`sweep.ahead_order`)."""
@@ -349,13 +364,8 @@ class GalleryView:
         if unmatched:  # not "0 operators in 0.0 s": say why nothing shows, and what may match
             self._say(no_match(self.catalog.values(), self.search.value), error=True)
             return
-        msg = (f"{len(job.ops)} operators in {total:.1f} s"
-               + (f" (first in {first:.2f} s)" if first is not None else "")
-               + f" on {describe(self.engine.device)}")
-        if failed:
-            msg += f"; failed: {', '.join(failed)}"
-        if refused:
-            msg += f"; {len(refused)} not label-aware (their cards say why)"
+        msg = finished_text(len(job.ops), first, total, describe(self.engine.device), failed,
+                            len(refused))
         self._say(msg + problem_text(self.problems), error=bool(failed))
 
     def _load(self, job: _Job) -> bool:

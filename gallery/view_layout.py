@@ -51,3 +51,16 @@ def build_controls(view: GalleryView, size: int) -> None:
         view.rows_box,
     ])
     view.widget.add_class("dg-gallery")
+
+
+def finished_text(rows: int, first: float | None, total: float, device: str,
+                  failed: list[str], refused: int) -> str:
+    """The status line of a finished gallery: how many rows in how long, on what, and which
+    failed or were not label-aware."""
+    msg = (f"{rows} operators in {total:.1f} s"
+           + (f" (first in {first:.2f} s)" if first is not None else "") + f" on {device}")
+    if failed:
+        msg += f"; failed: {', '.join(failed)}"
+    if refused:
+        msg += f"; {refused} not label-aware (their cards say why)"
+    return msg

@@ -360,3 +360,52 @@ def test_clicking_a_tile_opens_it_large_in_its_card(full, squares):
     assert full.zoom.widget not in rotate.widget.children
     full.zoom.close_button.click()
     assert full.zoom.shown is None and full.zoom.widget not in flip.widget.children
+
+
+def test_cards_are_encoded_while_the_next_rows_render(squares, monkeypatch):
+    """A row's strips are encoded (and its card made) on the cards thread, not the render
+    worker, so DALI renders the next row meanwhile; every card still arrives, in render
+    order, before the gallery says it is done."""
+    import dali_gallery.gallery.view as view_mod
+
+    threads: dict[str, str] = {}
+    events: list[tuple[str, str]] = []
+    real_strips, real_render = view_mod.row_strips, view_mod.render_row
+
+    def strips(result, *args, **kw):
+        threads[result.plan.op] = threading.current_thread().name
+        events.append(("encoded", result.plan.op))
+        return real_strips(result, *args, **kw)
+
+    def render(engine, plan, **kw):
+        events.append(("rendered", plan.op))
+        return real_render(engine, plan, **kw)
+
+    monkeypatch.setattr(view_mod, "row_strips", strips)
+    monkeypatch.setattr(view_mod, "render_row", render)
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    view.category.value = "color"
+    view.set_arrays(squares, ["a", "b"])
+    assert view.wait_idle(120), view.status.value
+    rendered = [op for what, op in events if what == "rendered"]
+    assert set(threads) == set(view.visible) == set(rendered)
+    assert set(threads.values()) == {"dali-gallery-cards_0"}
+    assert [op for what, op in events if what == "encoded"] == rendered  # render order
+    assert view.shown() == view.visible and "operators in" in view.status.value
+    view.close()
+
+
+def test_a_card_that_cannot_be_encoded_is_reported(squares, monkeypatch):
+    import dali_gallery.gallery.view as view_mod
+
+    def broken(result, *args, **kw):
+        raise OSError(f"no encoder for {result.plan.op}")
+
+    monkeypatch.setattr(view_mod, "row_strips", broken)
+    view = GalleryView(device="cpu", size=128, max_images=1)
+    view.search.value = "brightness"
+    view.set_arrays(squares[:1])
+    assert view.wait_idle(60)
+    assert "gallery render failed: OSError: no encoder for brightness" in view.status.value
+    assert view.shown() == []
+    view.close()
