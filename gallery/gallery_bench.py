@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.timing import p95
 
@@ -27,10 +28,9 @@ GALLERY_TARGET_S = {"cpu": {"cold": 15.0, "warm": 15.0}, "gpu": {"cold": 3.0, "w
 
 def _render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str, Any]:
     """One full gallery render in a new view (new engine, as in a new kernel)."""
-    from .sweep import gallery_engine
     from .view import GalleryView
 
-    engine = gallery_engine(device, cache=cache)
+    engine = PreviewEngine(device, cache=cache)
     view = GalleryView(device=device, size=256, max_images=4, engine=engine)
     t0 = time.perf_counter()
     view.set_arrays(images)

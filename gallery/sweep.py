@@ -22,7 +22,6 @@ from typing import Any, Literal
 import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
-from dali_gallery.pipelines.device import resolve
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.label_render import LabelOutput
 from dali_gallery.pipelines.labels import Refuse
@@ -36,22 +35,6 @@ MAX_COMBINATIONS = 8
 """Choice parameters are combined (every combination a column) up to this many columns; past
 it each parameter is walked on its own, the others at their defaults (filter: 5 kernels, then
 the 4 other borders)."""
-
-
-GPU_THREADS = 2
-"""CPU threads of a gallery engine on the GPU. Its operators run on the GPU; what the threads
-do is load ~85 small pipelines and run their few CPU operators, and each pipeline starts its
-own pool: a warm gallery's rows took 0.77-0.95 s with 2 threads and 1.15-1.28 s with 8 on an
-H200 (2026-11-26; README, "Performance")."""
-
-
-def gallery_engine(device: str = "auto", catalog: Catalog = CATALOG,
-                   cache: Any = None) -> PreviewEngine:
-    """The engine a gallery renders with (:data:`GPU_THREADS` on the GPU, the engine's
-    default on the CPU, where the threads run the operators)."""
-    dev = resolve(device)
-    return PreviewEngine(dev, num_threads=GPU_THREADS if dev == "gpu" else None,
-                         catalog=catalog, cache=cache)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from dali_gallery.widgets.zoom import ZoomView
 
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, ahead_order, gallery_engine, gallery_ops, plan_row, render_row
+from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls, finished_text
 
@@ -84,7 +84,7 @@ class GalleryView:
         if not 1 <= max_images <= MAX_IMAGES:
             raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
                              f"{MAX_IMAGES}")
-        self.engine = engine or gallery_engine(device, catalog)
+        self.engine = engine or PreviewEngine(device, catalog=catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None
         self.max_images = max_images
