@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 from dali_gallery.widgets.zoom import ZoomView
 
+from .card_queue import CardQueue
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import Row, Strips, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
@@ -112,7 +113,8 @@ class GalleryView:
         self.scheduler: Scheduler[_Job, None] = Scheduler(
             self._run, self._delivered, on_error=self._ui_error, ui=UI,
             name="dali-gallery-gallery")
-        self._cards = ThreadPoolExecutor(1, thread_name_prefix="dali-gallery-cards")
+        self.cards = CardQueue()
+        """Where cards are made; the app holds it until its page is ready (:mod:`.card_queue`)."""
         build_controls(self, size)
         if images is not None:
             self.set_images(images)
@@ -202,7 +204,7 @@ class GalleryView:
             self._gen += 1
             rows, self._rows = list(self._rows.values()), {}
         self.scheduler.close(timeout=30)
-        self._cards.shutdown(wait=True)
+        self.cards.close()
         for row in rows:
             row.close()
         self.engine.close()
@@ -272,6 +274,7 @@ class GalleryView:
         device = describe(self.engine.device)
         cards: list[Future[None]] = []
         for k, op in enumerate(self._trace_ahead(job.ops)):
+            self.cards.wait_turn(k, lambda: not self._current(job.gen))
             if not self._current(job.gen):
                 break
             with self._lock:
@@ -288,15 +291,15 @@ class GalleryView:
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
             # the strips are encoded and the card made while DALI renders the next rows
-            cards.append(self._cards.submit(self._card, job, op, result, originals, names, px,
-                                            labels))
+            cards.append(self.cards.submit(self._card, job, op, result, originals, names, px,
+                                           labels))
         for card in cards:
             card.result()  # an encoding failure is this job's: the scheduler reports it
         with self._lock:
             if job.gen != self._gen:
                 return
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
-        on_ui_thread(lambda: self._finish(job), self._ui_error)
+        self.cards.deliver(lambda: self._finish(job), self._ui_error)
 
     def _card(self, job: _Job, op: str, result: RowResult, originals: list[np.ndarray],
               names: list[str], px: int, labels: LabelState | None) -> None:
@@ -304,8 +307,8 @@ class GalleryView:
         if not self._current(job.gen):
             return
         strips = row_strips(result, originals, px, labels)
-        on_ui_thread(lambda: self._publish(job.key, op, result, strips, (originals, names),
-                                           labels), self._ui_error)
+        self.cards.deliver(lambda: self._publish(job.key, op, result, strips,
+                                                 (originals, names), labels), self._ui_error)
 
     def _trace_ahead(self, ops: list[str]) -> list[str]:
         """Worker thread: the rows in the order to render them (:func:`sweep.ahead_order`)."""
@@ -393,8 +396,4 @@ class GalleryView:
     def _say(self, text: str, error: bool = False) -> None:
         cls = "dg-error" if error else "dg-gallery-note"
         value = f'<span class="{cls}">{html.escape(text)}</span>'
-
-        def show() -> None:
-            self.status.value = value
-
-        on_ui_thread(show)
+        on_ui_thread(lambda: setattr(self.status, "value", value))

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 
@@ -29,6 +30,7 @@ from dali_gallery.gallery.app import (
     App,
     quiet_dali_deprecations,
 )
+from dali_gallery.gallery.card_queue import FIRST_SCREEN_ROWS
 from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from dali_gallery.pipelines.preset import load
@@ -343,11 +345,13 @@ def test_the_app_does_not_autosave_unless_asked(monkeypatch, tmp_path, make_app)
     assert make_app(autosave=tmp_path / "mine.json").builder.autosave.path == tmp_path / "mine.json"
 
 
-def test_a_pooled_kernel_waits_for_its_page_then_opens_its_link(monkeypatch, make_app):
-    """A kernel started ahead (the served app's pool) must be idle when its page connects: it
-    does not start the gallery on its 20 s timer before a page has claimed it (before, the
-    timer fired in the pool and the page found the kernel busy: widgets "not found"); once
-    claimed, it opens the page's link and gives the page the usual 20 s."""
+def test_a_pooled_kernel_renders_its_first_screen_then_waits_for_its_page(monkeypatch,
+                                                                          make_app):
+    """A kernel started ahead (the served app's pool) renders the gallery's first screen of
+    rows at once, makes no card and renders no further until its page is ready: it must answer
+    the page's request for the widgets in time (before, a pool kernel creating cards left the
+    page with widgets "not found"), and the page then gets its first pictures without waiting
+    for a render. Once claimed, it opens the page's link and gives the page the usual 20 s."""
     loop = FakeLoop()
     for module in (ui_thread, page_ready, page_request, app_module):
         monkeypatch.setattr(module, "kernel_loop", lambda: loop)
@@ -364,12 +368,49 @@ def test_a_pooled_kernel_waits_for_its_page_then_opens_its_link(monkeypatch, mak
 
     monkeypatch.setattr(voila.utils, "wait_for_request", wait_for_request)
     app = make_app(page_link=True)
-    assert not app.claimed and not app.gallery.images_set
+    gallery = app.gallery
+    assert not app.claimed and gallery.images_set and gallery.cards.held
     assert [delay for delay, _ in loop.timers] == [UNCLAIMED_TIMEOUT_S]
+    assert len(gallery.visible) > FIRST_SCREEN_ROWS  # the color category
+
+    def rendered() -> int:  # rows of this category (the app's first job had all of them)
+        return len(set(gallery.results) & set(gallery.visible))
+
+    loop.run_until(lambda: rendered() >= FIRST_SCREEN_ROWS, timeout=120)
+    first = rendered()
+    time.sleep(1.0)  # a worker that did not pause would render the next rows meanwhile
+    loop.run_until(lambda: True)
+    assert rendered() == first < len(gallery.visible) and gallery.shown() == []
     claimed.set()
     loop.run_until(lambda: app.claimed)
     assert app.builder.preset.to_dict() == load(LINKED).to_dict()
-    (start,) = [fn for delay, fn in loop.timers if delay == PAGE_LOAD_TIMEOUT_S]
-    assert not app.gallery.images_set
-    start()  # the page never asked for the widgets: the gallery starts anyway
-    assert app.gallery.images_set
+    (release,) = [fn for delay, fn in loop.timers if delay == PAGE_LOAD_TIMEOUT_S]
+    assert gallery.shown() == []
+    release()  # the page never asked for the widgets: the gallery goes on anyway
+    assert not gallery.cards.held
+    assert len(gallery.shown()) >= FIRST_SCREEN_ROWS  # the first screen's cards, at once
+    loop.run_until(lambda: gallery.shown() == gallery.visible, timeout=120)
+    assert "operators in" in gallery.status.value
+
+
+def test_a_kernel_started_for_its_page_renders_nothing_before_the_page_is_ready(monkeypatch,
+                                                                                make_app):
+    """Its page is loading while the notebook runs: rendering then would compete with the
+    kernel's answer to the page (its first picture came 0.6 s later on 2 cores), so the
+    gallery only decodes its images, then waits for the page (or its 20 s)."""
+    loop = FakeLoop()
+    for module in (ui_thread, page_ready, page_request, app_module):
+        monkeypatch.setattr(module, "kernel_loop", lambda: loop)
+    monkeypatch.setattr(page_ready, "_waiting", [])
+    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    monkeypatch.setenv(PREHEAT_ENV, "False")
+    app = make_app()
+    gallery = app.gallery
+    assert gallery.images_set and gallery.cards.held
+    assert [delay for delay, _ in loop.timers] == [PAGE_LOAD_TIMEOUT_S]
+    time.sleep(1.5)
+    loop.run_until(lambda: True)
+    assert gallery.results == {} and gallery.shown() == []
+    page_ready.page_loaded()  # the page has the widgets' state
+    loop.run_until(lambda: gallery.shown() == gallery.visible, timeout=120)
+    assert not gallery.cards.held and "operators in" in gallery.status.value

@@ -1,0 +1,85 @@
+"""The gallery's cards thread, and the cards and rows a held gallery keeps back."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from dali_gallery.gallery.card_queue import FIRST_SCREEN_ROWS, CardQueue
+
+
+def test_cards_are_made_at_once_unless_held_then_in_order_on_release():
+    queue = CardQueue()
+    made: list[int] = []
+    queue.deliver(lambda: made.append(0))
+    assert made == [0] and not queue.held
+    queue.hold()
+    assert queue.held
+    for k in (1, 2, 3):
+        queue.deliver(lambda k=k: made.append(k))
+    assert made == [0]
+    queue.release()
+    assert made == [0, 1, 2, 3] and not queue.held
+    queue.release()  # idempotent: nothing is made twice
+    assert made == [0, 1, 2, 3]
+    queue.close()
+
+
+def test_a_failing_card_is_reported_to_its_error_sink():
+    queue = CardQueue()
+    errors: list[Exception] = []
+    queue.hold()
+    queue.deliver(lambda: 1 / 0, errors.append)
+    queue.release()
+    assert [type(e) for e in errors] == [ZeroDivisionError]
+    queue.close()
+
+
+def test_the_worker_pauses_after_the_first_screen_until_released():
+    queue = CardQueue()
+    queue.hold(rows=2)
+    passed: list[int] = []
+
+    def worker() -> None:
+        for row in range(4):
+            queue.wait_turn(row, lambda: False)
+            passed.append(row)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(0.5)
+    assert passed == [0, 1]
+    queue.release()
+    thread.join(5)
+    assert passed == [0, 1, 2, 3]
+    queue.close()
+
+
+def test_an_outdated_job_stops_waiting_and_close_wakes_a_paused_worker():
+    queue = CardQueue()
+    queue.hold()
+    stop = threading.Event()
+    t0 = time.monotonic()
+    threading.Timer(0.3, stop.set).start()
+    queue.wait_turn(FIRST_SCREEN_ROWS, stop.is_set)
+    assert 0.25 < time.monotonic() - t0 < 2.0 and queue.held
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (queue.wait_turn(FIRST_SCREEN_ROWS, lambda: False),
+                                              done.set()))
+    thread.start()
+    queue.deliver(lambda: None)
+    queue.close()
+    thread.join(5)
+    assert done.is_set() and not queue.held
+
+
+def test_work_runs_on_one_cards_thread_in_order():
+    queue = CardQueue()
+    seen: list[tuple[int, str]] = []
+    futures = [queue.submit(lambda k=k: seen.append((k, threading.current_thread().name)))
+               for k in range(5)]
+    for f in futures:
+        f.result(5)
+    assert [k for k, _ in seen] == list(range(5))
+    assert {name for _, name in seen} == {"dali-gallery-cards_0"}
+    queue.close()
