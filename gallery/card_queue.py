@@ -41,6 +41,12 @@ class CardQueue:
     def held(self) -> bool:
         return not self._released.is_set()
 
+    @property
+    def kept(self) -> int:
+        """How many cards (and other widget work) wait for :meth:`release`."""
+        with self._lock:
+            return len(self._pending)
+
     def hold(self, rows: int = FIRST_SCREEN_ROWS) -> None:
         """Keep the cards back, and pause the render after ``rows`` rows, until released."""
         with self._lock:

@@ -17,9 +17,9 @@ def test_cards_are_made_at_once_unless_held_then_in_order_on_release():
     assert queue.held
     for k in (1, 2, 3):
         queue.deliver(lambda k=k: made.append(k))
-    assert made == [0]
+    assert made == [0] and queue.kept == 3
     queue.release()
-    assert made == [0, 1, 2, 3] and not queue.held
+    assert made == [0, 1, 2, 3] and not queue.held and queue.kept == 0
     queue.release()  # idempotent: nothing is made twice
     assert made == [0, 1, 2, 3]
     queue.close()
