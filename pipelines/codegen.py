@@ -1,12 +1,10 @@
 """Render a preset into the Python source of its DALI augmentation chain.
 
 One generator serves both the preview and the export, so they cannot drift apart:
-
 * ``mode="export"`` writes every value as a literal: the training code a user reads.
 * ``mode="preview"`` replaces run-time parameters and probabilities by fed values (``P(name,
   dtype)``, :mod:`pipelines.fed_values`), so moving a slider changes fed values, not the source
   text. The source text is the preview's structure key: same text, same pipeline.
-
 Every random node has an explicit seed derived from the chain seed and the step's position
 (``_op_seed``), so adding, removing or re-weighting one step never changes another step's draws.
 A group (``one_of``) draws which children run from its own slots and each child draws from
@@ -24,7 +22,16 @@ from .code_format import LINE_LIMIT, function, function_lines, literal
 from .code_format import number_literal as _num
 from .draws import FIRST_SLOT as DRAW_SLOT
 from .fed_values import layout, module_source
-from .label_code import TAIL_KEPT, LabelSet, hoisted, return_line, step_label_lines, unfired_kept
+from .label_code import (
+    TAIL_KEPT,
+    LabelSet,
+    flush_into,
+    hoisted,
+    return_line,
+    step_label_lines,
+    unfired_kept,
+    waits_for_labels,
+)
 from .module_parts import (
     custom_imports,
     custom_sources,
@@ -33,7 +40,6 @@ from .module_parts import (
     tail_lines,
     used_helpers,
 )
-from .params import Param
 from .preset import MAX_CHILDREN, Choice, Group, Preset, Step, Uniform
 
 Mode = Literal["export", "preview"]
@@ -81,39 +87,31 @@ class Chain:
     body: list[str]
     feeds: list[Feed] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
-    step_lines: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """Step index -> (first, end) indices of its statements in ``body``."""
+    step_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # step -> body range
     child_lines: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     """(group's step index, child) -> (first, end) indices of the child's block in ``body``."""
     conditionals: bool = False
     """Whether the pipeline needs ``enable_conditionals`` (a step that fires with a
     probability, or an operator declared ``conditionals``)."""
-    checkpoints: bool = True
-    """Whether DALI can checkpoint every operator of the chain (see ``OpSpec.checkpoints``)."""
+    checkpoints: bool = True  # whether DALI can checkpoint every operator (OpSpec.checkpoints)
     module_lines: dict[int, range] = field(default_factory=dict)
     """Step index -> the lines (1-based) its block occupies in the preview module; set by
     :func:`preview_module`, read to name the step behind a line DALI reports."""
     child_module_lines: dict[tuple[int, int], range] = field(default_factory=dict)
     """(group's step index, child) -> the lines its block occupies in the preview module."""
-    labels: LabelSet | None = None
-    """The labels the chain carries (None: images only)."""
+    labels: LabelSet | None = None  # the labels the chain carries (None: images only)
     kept: list[tuple[int, int | None]] = field(default_factory=list)
     """(step, child) of each block that records the kept fraction of every box (``kept_<tag>``),
     in chain order: the preview returns them after the labels."""
+    moves: list[Any] = field(default_factory=list)  # label moves not written yet (label_code)
 
     def child_at(self, line: int) -> tuple[int, int] | None:
         """(step, child) whose block holds ``line`` (None: no group's child's)."""
-        for key, lines in self.child_module_lines.items():
-            if line in lines:
-                return key
-        return None
+        return next((k for k, lines in self.child_module_lines.items() if line in lines), None)
 
     def step_at(self, line: int) -> int | None:
         """The step whose block holds ``line`` of the preview module (None: no step's)."""
-        for step, lines in self.module_lines.items():
-            if line in lines:
-                return step
-        return None
+        return next((s for s, lines in self.module_lines.items() if line in lines), None)
 
 
 def seed_slot(step: int, k: int) -> int:
@@ -148,10 +146,6 @@ class _At:
             child_slot(self.step, self.child, k)
 
 
-def _dtype(p: Param) -> str:
-    return f"types.{p.dtype}"
-
-
 def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
                  labels: LabelSet | None = None) -> Chain:
     """The body lines of ``augment(images, seed)`` (``augment(images, seed, labels)`` with
@@ -161,6 +155,8 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
     if labels is not None:
         body.append(f"{', '.join(labels.names)} = labels")
     for i, step in preset.active_steps():
+        if chain.moves and waits_for_labels(step, catalog):
+            flush_into(chain)
         start = len(body)
         if isinstance(step, Group):
             body.extend(_group_lines(i, step, mode, chain, catalog, start))
@@ -170,6 +166,7 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
             chain.conditionals |= spec.conditionals or step.probability < 1
             chain.checkpoints &= spec.checkpoints
         chain.step_lines[i] = (start, len(body))
+    flush_into(chain)
     body.append(return_line(labels, [_record_var(r) for r in chain.records] if mode == "preview"
                             else None, [_At(s, c).tag for s, c in chain.kept]))
     return chain
@@ -220,7 +217,7 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         elif isinstance(value, Choice):
             vals = ", ".join(_num(p, v) for v in value.values)
             lines.append(
-                f"{var} = fn.random.uniform(values=[{vals}], dtype={_dtype(p)}, "
+                f"{var} = fn.random.uniform(values=[{vals}], dtype=types.{p.dtype}, "
                 f"seed=_op_seed(seed, {at.slot(k)}))"
             )
             chain.records.append(Record(at.step, p.name, at.child))
@@ -228,7 +225,7 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
         elif mode == "preview" and p.runtime:
             name = feed_name(at.step, p.name, child=at.child)
             chain.feeds.append(Feed(name, at.step, p.name, p.dtype, "value", at.child))
-            args[p.name] = f'P("{name}", {_dtype(p)})'
+            args[p.name] = f'P("{name}", types.{p.dtype})'
         else:
             args[p.name] = literal(p, value)
     op_seed = f"_op_seed(seed, {at.slot(OP_SLOT)})"
@@ -244,7 +241,8 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
     full = {"x": "images", "seed": op_seed, **args}
     call = spec.call_source(full)
     body, kept = ([f"images = {call}"], False) if chain.labels is None else \
-        step_label_lines(spec, call, full, at.tag, chain.labels)
+        step_label_lines(spec, call, full, at.tag, chain.labels,
+                         None if when or step.probability < 1 else chain.moves)
     chain.kept.extend([(at.step, at.child)] if kept else [])
     conditions = list(when or [])
     if step.probability < 1:

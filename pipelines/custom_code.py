@@ -44,6 +44,7 @@ RESERVED_NAMES = frozenset({
     "batch_options", "batch_at", "main",
     # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
     "_wh", "_moved", "_moved_batch", "_move_labels", "_flag", "_flip_labels", "_warp_mask",
+    "_flipped", "_moved_chain_batch", "_move_labels_chain",
     "_centred",
     "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
     "_bbox_crop_labels",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .labels import DEFAULT_MIN_KEPT, FRAMES, BoxCrop, Flip, Keep, Refuse, Scale, Warp
 from .opspec import PLACEHOLDER, OpSpec
-from .preset import Preset
+from .preset import Preset, Step
 
 LABEL_VARS = ("boxes", "classes", "keypoints", "masks")
 """The chain's label variables (``masks`` only where the dataset has masks)."""
@@ -31,6 +32,17 @@ class LabelSet:
     @property
     def names(self) -> tuple[str, ...]:
         return LABEL_VARS if self.masks else LABEL_VARS[:3]
+
+
+@dataclass(frozen=True)
+class Move:
+    """A moving step whose label line waits for the next ones (:func:`flush_moves`):
+    ``frame`` (a warp's) or ``"mirror"``; ``tag`` its variables' suffix; a flip's flags."""
+
+    tag: str
+    frame: str
+    horizontal: str = "False"
+    vertical: str = "False"
 
 
 class LabelRefused(ValueError):
@@ -73,10 +85,12 @@ def _fill(template: str, args: Mapping[str, str]) -> str:
 
 
 def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
-                     labels: LabelSet) -> tuple[list[str], bool]:
+                     labels: LabelSet, moves: list[Move] | None = None) -> tuple[list[str], bool]:
     """The statements that replace ``images = <call>`` for a step in a chain with labels, and
     whether they record kept fractions (``kept_<tag>``). ``args`` maps the call's placeholders
-    (``x``, ``seed`` and each parameter) to their sources."""
+    (``x``, ``seed`` and each parameter) to their sources. ``moves`` (a step without a
+    condition): a flip or warp appends its label move there instead of writing it, so that
+    consecutive ones share one Python step (:func:`flush_moves`)."""
     rule = spec.labels
     if isinstance(rule, Keep) or (isinstance(rule, Scale) and not labels.masks):
         return [f"images = {call}"], False
@@ -88,7 +102,10 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
         lines = [f"images = {call}"]
         if labels.masks:
             lines.append(f"masks = {spec.call_source({**args, 'x': 'masks'})}")
-        lines.append(f"boxes, keypoints = _flip_labels(boxes, keypoints, {h}, {v})")
+        if moves is not None:
+            moves.append(Move(tag, "mirror", h, v))
+        else:
+            lines.append(f"boxes, keypoints = _flip_labels(boxes, keypoints, {h}, {v})")
         return lines, False
     if isinstance(rule, BoxCrop):
         names = "images, boxes, classes, keypoints, kept_" + tag + (", masks" if labels.masks
@@ -109,11 +126,54 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     if labels.masks:
         m = _fill(FRAMES[rule.frame], {"m": f"m_{tag}", "before": before, "after": "images"})
         lines.append(f"masks = _warp_mask(masks, {m}, images{hom})")
-    frame = "" if rule.frame == "pixels" else f', frame="{rule.frame}"'
-    lines.append(f"boxes, classes, keypoints, kept_{tag} = _move_labels(boxes, classes, "
-                 f"keypoints, m_{tag}, {before}.shape(), images.shape(), "
-                 f"{labels.min_kept!r}{frame})")
+    if moves is not None:
+        moves.append(Move(tag, rule.frame))
+        return [*lines, f"after_{tag} = images"], True
+    lines.append(_move_line(tag, rule.frame, "images", labels))
     return lines, True
+
+
+def _move_line(tag: str, frame: str, after: str, labels: LabelSet) -> str:
+    """One warp's own Python step (:func:`pipelines.label_helpers._move_labels`)."""
+    how = "" if frame == "pixels" else f', frame="{frame}"'
+    return (f"boxes, classes, keypoints, kept_{tag} = _move_labels(boxes, classes, keypoints, "
+            f"m_{tag}, before_{tag}.shape(), {after}.shape(), {labels.min_kept!r}{how})")
+
+
+def flush_moves(moves: list[Move], labels: LabelSet) -> list[str]:
+    """The label lines of the moves waiting in ``moves`` (emptied): flips alone through DALI's
+    box and point flips, one warp in its own Python step, and a run with a warp and
+    anything else in one Python step for all (:mod:`pipelines.label_chain_helpers`)."""
+    pending, moves[:] = list(moves), []
+    warps = [m for m in pending if m.frame != "mirror"]
+    if not warps or len(pending) == 1:
+        return [f"boxes, keypoints = _flip_labels(boxes, keypoints, {m.horizontal}, "
+                f"{m.vertical})" if m.frame == "mirror" else
+                _move_line(m.tag, m.frame, f"after_{m.tag}", labels) for m in pending]
+    items = ", ".join(f'("mirror", {m.horizontal}, {m.vertical})' if m.frame == "mirror" else
+                      f'("{m.frame}", m_{m.tag}, before_{m.tag}, after_{m.tag})'
+                      for m in pending)
+    kept = ", ".join(f"kept_{m.tag}" for m in warps)
+    return [f"boxes, classes, keypoints, {kept} = _move_labels_chain(boxes, classes, "
+            f"keypoints, [{items}], {labels.min_kept!r})"]
+
+
+def flush_into(chain: Any) -> None:
+    """Write a chain's waiting moves (``chain.moves``) at the end of its body, inside the last
+    step's block (``chain.step_lines``: a failure there names that step)."""
+    if chain.moves:
+        chain.body.extend(flush_moves(chain.moves, chain.labels))
+        last = next(reversed(chain.step_lines))
+        chain.step_lines[last] = (chain.step_lines[last][0], len(chain.body))
+
+
+def waits_for_labels(step: object, catalog: Mapping[str, OpSpec]) -> bool:
+    """Whether moves waiting before ``step`` (a step or a group) must be written first: a
+    group, a step under a condition that moves or reads labels, a box-aware crop."""
+    if not isinstance(step, Step):
+        return True
+    rule = catalog[step.op].labels
+    return isinstance(rule, BoxCrop) or (step.probability < 1 and isinstance(rule, (Flip, Warp)))
 
 
 def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int] | None,

@@ -24,7 +24,9 @@ the same lines in the preview and in the exported module:
 * :class:`Scale`: the whole image resized; relative boxes and keypoints do not move, masks
   are resized (nearest neighbour).
 * :class:`Flip`: mirrors; boxes through ``fn.bb_flip``, keypoints through ``fn.coord_flip``,
-  masks through the entry's own call.
+  masks through the entry's own call. Flips and warps that follow each other with no condition
+  between them move their labels in one shared Python step instead, in order, with the same
+  arithmetic (:mod:`pipelines.label_chain_helpers`).
 * :class:`Refuse`: the operator cannot move labels exactly (a non-rigid distortion, a policy of
   operations that are not label-aware, a user's Python function). With labels in the chain it is
   refused with ``reason``, never applied with stale boxes.
