@@ -154,7 +154,9 @@ def flush_moves(moves: list[Move], labels: LabelSet) -> list[str]:
                       f'("{m.frame}", m_{m.tag}, before_{m.tag}, after_{m.tag})'
                       for m in pending)
     kept = ", ".join(f"kept_{m.tag}" for m in warps)
-    return [f"boxes, classes, keypoints, {kept} = _move_labels_chain(boxes, classes, "
+    steps = ", ".join(m.tag.replace("_", " child ") for m in pending)
+    return [f"# the labels of steps {steps}: moved in that order, in one Python step",
+            f"boxes, classes, keypoints, {kept} = _move_labels_chain(boxes, classes, "
             f"keypoints, [{items}], {labels.min_kept!r})"]
 
 
