@@ -105,7 +105,7 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
         if moves is not None:
             moves.append(Move(tag, "mirror", h, v))
         else:
-            lines.append(f"boxes, keypoints = _flip_labels(boxes, keypoints, {h}, {v})")
+            lines.append(_flip_line(h, v))
         return lines, False
     if isinstance(rule, BoxCrop):
         names = "images, boxes, classes, keypoints, kept_" + tag + (", masks" if labels.masks
@@ -140,6 +140,11 @@ def _move_line(tag: str, frame: str, after: str, labels: LabelSet) -> str:
             f"m_{tag}, before_{tag}.shape(), {after}.shape(), {labels.min_kept!r}{how})")
 
 
+def _flip_line(horizontal: str, vertical: str) -> str:
+    """A flip's boxes and keypoints through DALI (:func:`pipelines.label_helpers._flip_labels`)."""
+    return f"boxes, keypoints = _flip_labels(boxes, keypoints, {horizontal}, {vertical})"
+
+
 def flush_moves(moves: list[Move], labels: LabelSet) -> list[str]:
     """The label lines of the moves waiting in ``moves`` (emptied): flips alone through DALI's
     box and point flips, one warp in its own Python step, and a run with a warp and
@@ -147,8 +152,7 @@ def flush_moves(moves: list[Move], labels: LabelSet) -> list[str]:
     pending, moves[:] = list(moves), []
     warps = [m for m in pending if m.frame != "mirror"]
     if not warps or len(pending) == 1:
-        return [f"boxes, keypoints = _flip_labels(boxes, keypoints, {m.horizontal}, "
-                f"{m.vertical})" if m.frame == "mirror" else
+        return [_flip_line(m.horizontal, m.vertical) if m.frame == "mirror" else
                 _move_line(m.tag, m.frame, f"after_{m.tag}", labels) for m in pending]
     items = ", ".join(f'("mirror", {m.horizontal}, {m.vertical})' if m.frame == "mirror" else
                       f'("{m.frame}", m_{m.tag}, before_{m.tag}, after_{m.tag})'

@@ -345,6 +345,16 @@ def test_the_app_does_not_autosave_unless_asked(monkeypatch, tmp_path, make_app)
     assert make_app(autosave=tmp_path / "mine.json").builder.autosave.path == tmp_path / "mine.json"
 
 
+def voila_kernel(monkeypatch) -> FakeLoop:
+    """This process as a kernel Voilà started: its io_loop is a FakeLoop run by the test."""
+    loop = FakeLoop()
+    for module in (ui_thread, page_ready, page_request, app_module):
+        monkeypatch.setattr(module, "kernel_loop", lambda: loop)
+    monkeypatch.setattr(page_ready, "_waiting", [])
+    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    return loop
+
+
 def test_a_pooled_kernel_renders_its_first_screen_then_waits_for_its_page(monkeypatch,
                                                                           make_app):
     """A kernel started ahead (the served app's pool) renders the gallery's first screen of
@@ -352,11 +362,7 @@ def test_a_pooled_kernel_renders_its_first_screen_then_waits_for_its_page(monkey
     the page's request for the widgets in time (before, a pool kernel creating cards left the
     page with widgets "not found"), and the page then gets its first pictures without waiting
     for a render. Once claimed, it opens the page's link and gives the page the usual 20 s."""
-    loop = FakeLoop()
-    for module in (ui_thread, page_ready, page_request, app_module):
-        monkeypatch.setattr(module, "kernel_loop", lambda: loop)
-    monkeypatch.setattr(page_ready, "_waiting", [])
-    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    loop = voila_kernel(monkeypatch)
     monkeypatch.setenv(PREHEAT_ENV, "True")
     monkeypatch.setenv(QUERY_ENV, "")
     value = encode(load(LINKED))
@@ -399,11 +405,7 @@ def test_a_kernel_started_for_its_page_renders_nothing_before_the_page_is_ready(
     """Its page is loading while the notebook runs: rendering then would compete with the
     kernel's answer to the page (its first picture came 0.6 s later on 2 cores), so the
     gallery only decodes its images, then waits for the page (or its 20 s)."""
-    loop = FakeLoop()
-    for module in (ui_thread, page_ready, page_request, app_module):
-        monkeypatch.setattr(module, "kernel_loop", lambda: loop)
-    monkeypatch.setattr(page_ready, "_waiting", [])
-    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    loop = voila_kernel(monkeypatch)
     monkeypatch.setenv(PREHEAT_ENV, "False")
     app = make_app()
     gallery = app.gallery
