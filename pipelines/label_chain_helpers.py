@@ -70,13 +70,15 @@ def _moved_chain_batch(min_kept, kinds):
     return batch
 
 
+@do_not_convert
 def _move_labels_chain(boxes, classes, keypoints, moves, min_kept):
     """:func:`_move_labels` for a run of moving steps with no condition between them,
     in one Python step (each costs a preview ~1 ms on the GPU whatever it does: its
     inputs and outputs cross into Python per sample). ``moves``, in order: ``(frame, m,
     before, after)`` for a warp (the images before and after it) or ``("mirror",
     horizontal, vertical)``. Returns boxes, classes, keypoints and each warp's kept
-    fractions."""
+    fractions. Kept out of DALI's AutoGraph (a chain with conditions): its loops are
+    over the moves, never over graph values."""
     inputs, kinds = [], []
     for move in moves:
         if move[0] == "mirror":

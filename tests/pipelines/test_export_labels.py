@@ -45,6 +45,15 @@ CHAINS = {
                     {"op": "crop", "params": {"crop_w": 40.0, "crop_h": 30.0}}]},
         {"op": "hsv", "params": {"hue": {"uniform": [-20, 20]}}},
     ], None),
+    # a shared run of moves in a chain with conditions (DALI's AutoGraph converts the
+    # module): the preview moves the boxes after the run, the export in its Python step
+    "run_then_random_colour": ([
+        {"op": "random_resized_crop", "params": {"size": 48, "area_min": 0.3}},
+        {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}},
+        {"op": "rotate", "params": {"angle": {"uniform": [-25, 25]}}},
+        {"op": "brightness_contrast", "probability": 0.5},
+        {"one_of": [{"op": "hsv"}, {"op": "gaussian_blur"}]},
+    ], None),
     "tail": ([{"op": "rotate", "params": {"angle": {"uniform": [-20, 20]}}}],
              {"resize_shorter": 40, "crop": [32, 30], "mirror_probability": 0.5, **NORMALISE}),
 }
