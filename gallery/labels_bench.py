@@ -5,7 +5,10 @@ rotation, colour) renders 8 images of 256 x 256 with and without labels on the s
 render by render alternating, both pipelines built first; labels are 8 boxes per image with
 their keypoints and a category mask (what a COCO instances image has), and the same without
 the mask (a detection dataset). The figures to watch are the ratios of the medians: the label
-lines (mask warps, the Python step that moves and drops boxes) against the images alone.
+lines (mask warps; the matrices, shapes and flags the preview reads to move boxes after the
+run) against the images alone. ``*_in_graph`` are the same labels moved inside the pipeline
+by the exported module's Python step (what the preview did before, and still does for a
+chain where a step reads boxes or moves them under a condition).
 """
 
 from __future__ import annotations
@@ -61,22 +64,29 @@ def bench_labels(device: str, quick: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for dev in ["cpu"] + (["gpu"] if device == "gpu" else []):
         engine = PreviewEngine(dev, cache=PipelineCache(None))
+        in_graph = PreviewEngine(dev, cache=PipelineCache(None))
+        in_graph.labels_after_run = False
         boxes_only = [replace(x, mask=None) for x in labels]
-        variants: dict[str, list[SampleLabels] | None] = {
-            "without": None, "boxes": boxes_only, "masks": labels}
+        variants = {"without": (engine, None), "boxes": (engine, boxes_only),
+                    "masks": (engine, labels), "boxes_in_graph": (in_graph, boxes_only),
+                    "masks_in_graph": (in_graph, labels)}
         times: dict[str, list[float]] = {k: [] for k in variants}
         try:
             engine.set_arrays(images)
-            for lab in variants.values():  # build every pipeline first
-                _timed_ms(engine, preset, lab)
+            in_graph.set_arrays(images)
+            for eng, lab in variants.values():  # build every pipeline first
+                _timed_ms(eng, preset, lab)
             for _ in range(runs):  # render by render, alternating: the same machine load
-                for k, lab in variants.items():
-                    times[k].append(_timed_ms(engine, preset, lab))
+                for k, (eng, lab) in variants.items():
+                    times[k].append(_timed_ms(eng, preset, lab))
         finally:
             engine.close()
-        p, box, lab = (statistics.median(times[k]) for k in variants)
+            in_graph.close()
+        p, box, lab, box_g, lab_g = (statistics.median(times[k]) for k in variants)
         out[dev] = {"images": "8 x 256x256", "boxes_per_image": BOXES, "renders": runs,
                     "without_labels_ms": round(p, 1), "with_labels_ms": round(lab, 1),
                     "ratio": round(lab / p, 2), "boxes_keypoints_only_ms": round(box, 1),
-                    "boxes_keypoints_only_ratio": round(box / p, 2), "target_ratio": 1.2}
+                    "boxes_keypoints_only_ratio": round(box / p, 2), "target_ratio": 1.2,
+                    "with_labels_in_graph_ratio": round(lab_g / p, 2),
+                    "boxes_keypoints_only_in_graph_ratio": round(box_g / p, 2)}
     return out

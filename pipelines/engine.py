@@ -87,6 +87,7 @@ class PreviewEngine:
         self._arrays: list[np.ndarray] = []
         self._labels: list[SampleLabels] | None = None
         self.min_kept = DEFAULT_MIN_KEPT
+        self.labels_after_run = True  # boxes move after the run where they can (codegen)
         """Boxes keeping less of their area than this after a moving step are dropped."""
         self._pipes: OrderedDict[tuple[Any, ...], _Built] = OrderedDict()
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
@@ -195,18 +196,19 @@ class PreviewEngine:
         for name, vals in (_override or {}).items():
             values[name] = vals.astype(values[name].dtype)
         feeds: dict[str, Any] = pack(values, layout(built.chain.feeds), batch)
+        graph = built.chain.labels  # the labels the graph reads (after the run: masks)
         feeds.update(self._batches.feeds(  # made once per image set (input_batches)
-            arrays, labels if chain_labels is not None else None,
-            None if images is None else tuple(images), batch,
-            chain_labels is not None and chain_labels.masks))
+            arrays, labels if graph is not None else None,
+            None if images is None else tuple(images), batch, graph.graph_names if graph else ()))
         try:
             if built.checkpoint is not None and not advance:
                 built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
             outputs = built.pipe.run(**feeds)
             result = read_outputs(outputs, built.chain, n, draws, self.device)
             moved = None
-            if chain_labels is not None:
-                moved = read_labels(outputs, built.chain, 1 + len(built.chain.records))
+            if labels is not None and chain_labels is not None:
+                moved = read_labels(outputs, built.chain, 1 + len(built.chain.records), labels,
+                                    chain_labels.min_kept)
             t_enc = time.perf_counter()
             encoded = encode_tiles(outputs[0], result[0], encode, quality) if encode else None
             encode_ms = (time.perf_counter() - t_enc) * 1000
@@ -312,20 +314,21 @@ class PreviewEngine:
     def _module(self, preset: Preset, tail: bool, labels: LabelSet | None,
                 doc_key: str | None) -> tuple[str, Chain]:
         """The preview module's source and chain, once per preset document (``doc_key``)."""
+        after_run = self.labels_after_run
         return self._memo.derived(
-            None if doc_key is None else ("module", doc_key, tail, labels),
+            None if doc_key is None else ("module", doc_key, tail, labels, after_run),
             lambda: preview_module(preset, tail=tail and preset.output is not None,
-                                   catalog=self.catalog, labels=labels))
+                                   catalog=self.catalog, labels=labels, after_run=after_run))
 
     def _cache_key(self, code: str, preset: Preset, batch: int, tail: bool,
                    chain: Chain) -> str | None:
-        """The pipeline cache's key, None for a pipeline it cannot keep: custom Python
-        operators cannot be serialized, and label chains drop boxes in Python."""
+        """The cache's key; None with a Python operator (custom, labels' step): not saved."""
         custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
-        if not self.cache.enabled or custom or chain.labels is not None:
+        labels = chain.labels
+        if not self.cache.enabled or custom or (labels is not None and not labels.after_run):
             return None
-        return self.cache.key(code, preset.seed, batch, self.device,
-                              tail and preset.output is not None, chain.conditionals)
+        return self.cache.key(code, preset.seed, batch, self.device, tail and preset.output
+                              is not None, chain.conditionals, *([labels] if labels else []))
 
     def _pipeline(self, preset: Preset, batch: int, tail: bool,
                   labels: LabelSet | None = None,

@@ -33,11 +33,12 @@ class InputBatches:
         self._memo.clear()
 
     def feeds(self, arrays: Sequence[np.ndarray], labels: Sequence[SampleLabels] | None,
-              picks: tuple[int, ...] | None, batch: int, masks: bool) -> dict[str, Any]:
+              picks: tuple[int, ...] | None, batch: int,
+              names: tuple[str, ...] = ()) -> dict[str, Any]:
         """The ``images`` batch (sample j is ``arrays[j % len(arrays)]``), and the label
-        batches when ``labels`` are given; ``picks``: which of the engine's images
-        ``arrays`` are (None: all), for the key."""
-        key = (picks, batch, labels is not None, masks)
+        batches of ``names`` (those the chain's graph reads) when ``labels`` are given;
+        ``picks``: which of the engine's images ``arrays`` are (None: all), for the key."""
+        key = (picks, batch, labels is not None, names)
         if key in self._memo:
             self._memo.move_to_end(key)
             return self._memo[key]
@@ -46,7 +47,7 @@ class InputBatches:
         n = len(arrays)
         out = {"images": TensorListCPU([arrays[j % n] for j in range(batch)], "HWC")}
         if labels is not None:
-            for name, samples in label_feeds(labels, batch, masks).items():
+            for name, samples in label_feeds(labels, batch, names).items():
                 out[name] = TensorListCPU(samples, "HWC" if name == "masks" else "")
         self._memo[key] = out
         while len(self._memo) > MAX_KEPT:

@@ -53,7 +53,7 @@ def _moved_chain_batch(min_kept, kinds):
                 flags = []
                 for flag in kind[1:]:
                     if flag is None:
-                        flags.append([bool(np.ravel(x)[0]) for x in columns[at]])
+                        flags.append(np.array(columns[at]).reshape(n, -1)[:, 0] != 0)
                         at += 1
                     else:
                         flags.append([flag] * n)

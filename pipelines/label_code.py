@@ -8,6 +8,7 @@ an operator.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +29,24 @@ class LabelSet:
 
     masks: bool = False
     min_kept: float = DEFAULT_MIN_KEPT
+    after_run: bool = False
+    """The preview's boxes and keypoints move after the run (:func:`after_run_possible`)."""
 
     @property
     def names(self) -> tuple[str, ...]:
         return LABEL_VARS if self.masks else LABEL_VARS[:3]
+
+    @property
+    def graph_names(self) -> tuple[str, ...]:
+        """The label variables the graph carries: after the run, only the masks (pixels)."""
+        if not self.after_run:
+            return self.names
+        return ("masks",) if self.masks else ()
+
+    def unpack(self) -> list[str]:
+        """The line that takes the graph's labels apart (none when it carries none)."""
+        names = self.graph_names
+        return [f"{', '.join(names)}{',' if len(names) == 1 else ''} = labels"] if names else []
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,33 @@ class Move:
     frame: str
     horizontal: str = "False"
     vertical: str = "False"
+    columns: tuple[str, str, str] | None = None
+    """A warp's matrix and the images' shapes before and after (default: its tag's)."""
+
+    @property
+    def kind(self) -> tuple[Any, ...]:
+        """What :func:`pipelines.label_chain_helpers._moved_chain_batch` is told of it: a
+        flip's literal flags (None: a graph value, one of its inputs)."""
+        if self.frame != "mirror":
+            return (self.frame,)
+        return ("mirror", _literal_flag(self.horizontal), _literal_flag(self.vertical))
+
+    def inputs(self) -> list[str]:
+        """The graph values it reads, in that function's order (DALI returns no scalar
+        constant, so a literal flag is in :attr:`kind` instead)."""
+        if self.frame == "mirror":
+            return [f for f in (self.horizontal, self.vertical) if _literal_flag(f) is None]
+        return list(self.columns or (f"m_{self.tag}", f"before_{self.tag}.shape()",
+                                     f"after_{self.tag}.shape()"))
+
+
+def _literal_flag(text: str) -> bool | None:
+    """A flip's flag written as a literal (``True``, ``0``), else None (a graph value)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return bool(value) if isinstance(value, (bool, int, float)) else None
 
 
 class LabelRefused(ValueError):
@@ -145,11 +187,21 @@ def _flip_line(horizontal: str, vertical: str) -> str:
     return f"boxes, keypoints = _flip_labels(boxes, keypoints, {horizontal}, {vertical})"
 
 
-def flush_moves(moves: list[Move], labels: LabelSet) -> list[str]:
+def flush_moves(moves: list[Move], labels: LabelSet,
+                kinds: list[tuple[Any, ...]] | None = None) -> list[str]:
     """The label lines of the moves waiting in ``moves`` (emptied): flips alone through DALI's
     box and point flips, one warp in its own Python step, and a run with a warp and
-    anything else in one Python step for all (:mod:`pipelines.label_chain_helpers`)."""
+    anything else in one Python step for all (:mod:`pipelines.label_chain_helpers`).
+    ``labels.after_run``: the moves' inputs bound to ``after_run`` for the preview to
+    apply after the run, their kinds appended to ``kinds``."""
     pending, moves[:] = list(moves), []
+    if labels.after_run:
+        assert kinds is not None
+        bind = "after_run +=" if kinds else "after_run ="
+        kinds.extend(m.kind for m in pending)
+        steps = ", ".join(m.tag.replace("_", " child ") for m in pending)
+        return [f"# the labels of steps {steps}: moved in that order after the run",
+                f"{bind} [{', '.join(c for m in pending for c in m.inputs())}]"]
     warps = [m for m in pending if m.frame != "mirror"]
     if not warps or len(pending) == 1:
         return [_flip_line(m.horizontal, m.vertical) if m.frame == "mirror" else
@@ -168,56 +220,84 @@ def flush_into(chain: Any) -> None:
     """Write a chain's waiting moves (``chain.moves``) at the end of its body, inside the last
     step's block (``chain.step_lines``: a failure there names that step)."""
     if chain.moves:
-        chain.body.extend(flush_moves(chain.moves, chain.labels))
+        chain.body.extend(flush_moves(chain.moves, chain.labels, chain.after_run))
         last = next(reversed(chain.step_lines))
         chain.step_lines[last] = (chain.step_lines[last][0], len(chain.body))
 
 
+def after_run_possible(preset: Preset, catalog: Mapping[str, OpSpec]) -> bool:
+    """Whether a preview can move boxes and keypoints after the run: no step reads them in
+    the graph (a box-aware crop) or moves them under a condition (a group, a step with a
+    probability). DALI then computes every matrix, shape and flag, the engine applies
+    them with the exported Python step's own NumPy (no labels fed, no Python operator:
+    ~1.2 ms of a 2.3 ms GPU render)."""
+    return not any(waits_for_labels(step, catalog) for _, step in preset.active_steps())
+
+
 def waits_for_labels(step: object, catalog: Mapping[str, OpSpec]) -> bool:
     """Whether moves waiting before ``step`` (a step or a group) must be written first: a
-    group, a step under a condition that moves or reads labels, a box-aware crop."""
-    if not isinstance(step, Step):
-        return True
+    group with a child that moves or reads boxes, a step under a condition that does, a
+    box-aware crop."""
+    if not isinstance(step, Step):  # a group: when a child touches boxes (it runs or not)
+        return any(not isinstance(catalog[c.op].labels, (Keep, Scale))
+                   for _, c in step.active_children())
     rule = catalog[step.op].labels
     return isinstance(rule, BoxCrop) or (step.probability < 1 and isinstance(rule, (Flip, Warp)))
 
 
 def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int] | None,
-                     mirror: str | None, kept: bool = False) -> list[str]:
+                     mirror: str | None, kept: bool = False,
+                     kinds: list[tuple[Any, ...]] | None = None) -> list[str]:
     """The training tail's geometry with labels: its resize (``resize``: the statement), the
     centre crop ``crop_mirror_normalize`` makes (``crop``: height, width) and its mirror
     (``mirror``: the coin's expression, bound to ``mirror`` for the images' call too). With
     ``kept`` (the preview) the crop's kept fractions are bound to ``kept_tail``, so that the
-    inspector can say which boxes the crop dropped (:data:`TAIL_KEPT`)."""
-    move = ("boxes, classes, keypoints, " + ("kept_tail" if kept else "_") + " = _move_labels("
-            "boxes, classes, keypoints, {m}, {shape_in}, {shape_out}, " + repr(labels.min_kept)
-            + ", frame=\"centres\")")
-    lines = [f"{', '.join(labels.names)} = labels"]
+    inspector can say which boxes the crop dropped (:data:`TAIL_KEPT`); after the run
+    (``labels.after_run``) the moves' inputs are bound to ``after_run`` and their kinds
+    appended to ``kinds`` instead (:func:`flush_moves`)."""
+    lines = labels.unpack()
     if resize and labels.masks:  # relative boxes and keypoints stay (a Scale); masks follow
         lines += ["before_tail = images", resize,
                   "masks = _warp_mask(masks, _scale_matrix(before_tail, images), images)"]
     elif resize:
         lines.append(resize)
+    moves: list[Move] = []  # after the run: each move's inputs, written at the end
     if crop:
         lines += [f"masks = fn.crop(masks, crop=({crop[0]}, {crop[1]}))"] if labels.masks else []
         # a centre crop: the identity about the centres
-        lines.append(move.format(m="_const([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])",
-                                 shape_in="images.shape()",
-                                 shape_out=f"_const([{crop[0]}.0, {crop[1]}.0])"))
+        moves.append(Move("tail", "centres", columns=(
+            "_const([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])", "images.shape()",
+            f"_const([{crop[0]}.0, {crop[1]}.0])")))
+        if not labels.after_run:
+            m, shape_in, shape_out = moves[-1].inputs()
+            lines.append("boxes, classes, keypoints, " + ("kept_tail" if kept else "_") +
+                         f" = _move_labels(boxes, classes, keypoints, {m}, {shape_in}, "
+                         f"{shape_out}, {labels.min_kept!r}, frame=\"centres\")")
     if mirror:
         lines.append(f"mirror = fn.cast({mirror}, dtype=types.INT32)")
         lines += ["masks = fn.flip(masks, horizontal=mirror)"] if labels.masks else []
-        lines.append("boxes, keypoints = _flip_labels(boxes, keypoints, mirror, 0)")
-    return lines
+        moves.append(Move("tail", "mirror", "mirror", "0"))
+        lines += [] if labels.after_run else [_flip_line("mirror", "0")]
+    return lines + (flush_moves(moves, labels, kinds) if labels.after_run and moves else [])
 
 
-def return_line(labels: LabelSet | None, records: list[str] | None, kept: list[str]) -> str:
+def label_tuple(labels: LabelSet) -> str:
+    """The graph's labels as the tuple a chain returns."""
+    names = labels.graph_names
+    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+
+
+def return_line(labels: LabelSet | None, records: list[str] | None, kept: list[str],
+                after_run: bool = False) -> str:
     """The chain's ``return``: the images, the labels (a tuple), and in the preview
-    (``records`` given) the records and each moving block's kept fractions."""
-    out = "images" if labels is None else f"images, ({', '.join(labels.names)})"
+    (``records`` given) the records and each moving block's kept fractions, or after the
+    run the moves' inputs (``after_run``: bound; else none)."""
+    out = "images" if labels is None else f"images, {label_tuple(labels)}"
     if records is None:
         return f"return {out}"
     tail = "" if labels is None else ", [" + ", ".join(f"kept_{t}" for t in kept) + "]"
+    if labels is not None and labels.after_run:
+        tail = ", after_run" if after_run else ", []"
     return f"return {out}, [{', '.join(records)}]{tail}"
 
 

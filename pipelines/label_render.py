@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import Chain
+from .label_chain_helpers import _moved_chain_batch
 from .label_code import LabelSet
 
 MAX_BOXES = 1000
@@ -83,29 +84,41 @@ def label_set(labels: Sequence[SampleLabels], min_kept: float) -> LabelSet:
     return LabelSet(masks=masks, min_kept=min_kept)
 
 
-def label_feeds(labels: Sequence[SampleLabels], batch: int, masks: bool) -> dict[str, Any]:
-    """The pipeline's label inputs for a batch (sample j is image j % len(labels))."""
+def label_feeds(labels: Sequence[SampleLabels], batch: int,
+                names: Sequence[str]) -> dict[str, Any]:
+    """The pipeline's label inputs for a batch (sample j is image j % len(labels)): those of
+    ``names`` (a chain's ``LabelSet.graph_names``)."""
     n = len(labels)
-    feeds: dict[str, Any] = {
-        "boxes": [labels[j % n].boxes for j in range(batch)],
-        "classes": [labels[j % n].classes for j in range(batch)],
-        "keypoints": [labels[j % n].keypoints for j in range(batch)],
-    }
-    if masks:
-        feeds["masks"] = [labels[j % n].mask for j in range(batch)]
-    return feeds
+    columns = {"boxes": lambda s: s.boxes, "classes": lambda s: s.classes,
+               "keypoints": lambda s: s.keypoints, "masks": lambda s: s.mask}
+    return {name: [columns[name](labels[j % n]) for j in range(batch)] for name in names}
 
 
-def read_labels(outputs: Any, chain: Chain, first: int) -> list[LabelOutput]:
-    """Per sample: the moved labels (outputs from ``first`` on) and each step's kept fractions."""
+def read_labels(outputs: Any, chain: Chain, first: int, fed: Sequence[SampleLabels],
+                min_kept: float) -> list[LabelOutput]:
+    """Per sample: the moved labels (outputs from ``first`` on) and each step's kept
+    fractions. After the run (``chain.labels.after_run``) the outputs hold the masks, then
+    the matrices, shapes and flags of the chain's moves (``chain.after_run``): the exported
+    Python step's own function moves ``fed`` (sample j: image j % len(fed)) through them,
+    dropping boxes that keep less than ``min_kept`` (the render's: the source, and so the
+    pipeline, does not depend on it)."""
     assert chain.labels is not None
-    names = chain.labels.names
+    names = chain.labels.graph_names
     cols = [_host(outputs[first + k]) for k in range(len(names))]
-    kept_cols = [_host(outputs[first + len(names) + k]) for k in range(len(chain.kept))]
+    if chain.labels.after_run:
+        n, batch = len(fed), len(outputs[0])
+        inputs = [_host(outputs[k]) for k in range(first + len(names), len(outputs))]
+        moved = _moved_chain_batch(min_kept, tuple(chain.after_run))(
+            [fed[j % n].boxes for j in range(batch)],
+            [fed[j % n].classes for j in range(batch)],
+            [fed[j % n].keypoints for j in range(batch)], *inputs)
+        cols, kept_cols = [*moved[:3], *cols], moved[3:]
+    else:
+        kept_cols = [_host(outputs[first + len(names) + k]) for k in range(len(chain.kept))]
     result = []
     for j in range(len(cols[0])):
         mask = cols[3][j] if chain.labels.masks else None
-        labels = SampleLabels(cols[0][j], cols[1][j], cols[2][j], mask)
+        labels = SampleLabels(*(np.array(c[j]) for c in cols[:3]), mask)  # never the fed
         kept = {key: kept_cols[k][j] for k, key in enumerate(chain.kept)}
         result.append(LabelOutput(labels, kept))
     return result

@@ -10,13 +10,14 @@ import inspect
 import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import graph_helpers, label_chain_helpers, label_helpers
 from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
 from .custom_code import CustomCode, check_together, import_lines, module_text
 from .custom_probe import wrapper_source
-from .label_code import LabelSet, tail_label_lines
+from .label_code import LabelSet, label_tuple, tail_label_lines
 from .ops import auto_aug_graph
 from .preset import Output, Preset
 
@@ -115,11 +116,13 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     return lines
 
 
-def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = False) -> list[str]:
+def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = False,
+               kinds: list[tuple[Any, ...]] | None = None) -> list[str]:
     """Body of ``finish(images, seed)``: the training tail declared in the preset's output.
     With ``labels`` (``finish(images, seed, labels)``) the resize, the centre crop and the
     mirror move the labels too (:func:`label_code.tail_label_lines`); the ``preview``'s also
-    returns the centre crop's kept fractions (a list: one entry, or none without a crop)."""
+    returns the centre crop's kept fractions (a list: one entry, or none without a crop),
+    or after the run the moves' inputs (their kinds appended to ``kinds``)."""
     resize = (f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})"
               if output.resize_shorter else None)
     mirror = (f"fn.random.coin_flip(probability={output.mirror_probability!r}, "
@@ -127,7 +130,7 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     lines = [resize] if resize else []
     if labels is not None:
         lines = tail_label_lines(labels, resize, output.crop, mirror
-                                 if output.mirror_probability > 0 else None, preview)
+                                 if output.mirror_probability > 0 else None, preview, kinds)
         mirror = "mirror"
     args = []
     if output.crop:
@@ -142,6 +145,8 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     args += [f"dtype=types.{dtype}", f'output_layout="{output.layout}"']
     lines.append(f"images = fn.crop_mirror_normalize(images, {', '.join(args)})")
     kept = ", [kept_tail]" if output.crop else ", []"
+    if labels is not None and labels.after_run:
+        kept = ", after_run" if output.crop or output.mirror_probability > 0 else ", []"
     lines.append("return images" if labels is None else
-                 f"return images, ({', '.join(labels.names)})" + (kept if preview else ""))
+                 f"return images, {label_tuple(labels)}" + (kept if preview else ""))
     return lines

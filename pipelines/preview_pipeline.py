@@ -56,7 +56,9 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
                    labels: LabelSet | None = None, trace_only: bool = False) -> Any:
     """The (unbuilt) preview pipeline around ``module.augment``; with ``labels`` it also
     feeds each image's boxes, classes, keypoints (and masks) and returns them moved, then each
-    moving step's kept fractions. ``trace_only``: made to be serialized, never built, so it
+    moving step's kept fractions; after the run (``labels.after_run``) only the masks are fed
+    and returned, then what moves the rest (:func:`label_render.read_labels`).
+    ``trace_only``: made to be serialized, never built, so it
     names no GPU (DALI serializes a GPU graph without one; whoever loads it gives the device)."""
     from nvidia.dali import fn, pipeline_def, types
 
@@ -64,10 +66,8 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
     def preview():
         # no_copy: the engine's input batches (pipelines.input_batches) outlive the render, so
         # DALI can read them in place (a copy cost 0.13 ms a render of 8 x 256x256 on 2 cores)
-        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8,
-                                    no_copy=True)
-        if device == "gpu":
-            images = images.gpu()
+        fed = fn.external_source(name="images", layout="HWC", dtype=types.UINT8, no_copy=True)
+        images = fed.gpu() if device == "gpu" else fed
         fed_nodes(module)  # the run-time values, one vector per type (pipelines.fed_values)
         # no annotated assignments here: autograph rewrites this function
         moved, kept = (), []
@@ -75,7 +75,7 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
             images, records = module.augment(images, seed)
         else:
             images, moved, records, kept = module.augment(images, seed,
-                                                          _label_inputs(images, labels, device))
+                                                          _label_inputs(fed, labels, device))
         if tail and labels is None:
             images = module.finish(images, seed)
         elif tail:  # the tail moves the labels too; its crop's kept fractions come last
@@ -94,23 +94,27 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
     )
 
 
-def _label_inputs(images: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:
-    """The fed labels; masks (given at the image file's size) scaled to the previewed image's
-    size with nearest neighbour, on the images' device."""
+def _label_inputs(fed: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:
+    """The fed labels the graph carries (``labels.graph_names``); masks (given at the image
+    file's size) scaled to the fed image's size with nearest neighbour, on the images'
+    device. The size comes from the host's batch (``fed``): a GPU image's shape would make
+    the host wait for the GPU."""
     from nvidia.dali import fn, types
 
-    boxes = fn.external_source(name="boxes", dtype=types.FLOAT, no_copy=True)
-    classes = fn.external_source(name="classes", dtype=types.INT32, no_copy=True)
-    keypoints = fn.external_source(name="keypoints", dtype=types.FLOAT, no_copy=True)
+    out = []
+    if not labels.after_run:
+        out += [fn.external_source(name="boxes", dtype=types.FLOAT, no_copy=True),
+                fn.external_source(name="classes", dtype=types.INT32, no_copy=True),
+                fn.external_source(name="keypoints", dtype=types.FLOAT, no_copy=True)]
     if not labels.masks:
-        return boxes, classes, keypoints
+        return tuple(out)
     masks = fn.external_source(name="masks", dtype=types.UINT8, layout="HWC", no_copy=True)
     if device == "gpu":
         masks = masks.gpu()
-    shape = images.shape(dtype=types.FLOAT)
+    shape = fed.shape(dtype=types.FLOAT)
     masks = fn.resize(masks, size=fn.stack(shape[0], shape[1]), interp_type=types.INTERP_NN,
                       antialias=False)
-    return boxes, classes, keypoints, masks
+    return (*out, masks)
 
 
 def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]:

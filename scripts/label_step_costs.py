@@ -69,6 +69,7 @@ def step_runs(index: int, name: str, images: list[np.ndarray],
     preset.steps = preset.steps[index:index + 1]
     for labels in (None, boxes):
         eng = PreviewEngine(DEVICE, cache=PipelineCache(None), num_threads=THREADS)
+        eng.labels_after_run = False  # this probe measures the graph's own label step
         eng.set_arrays(images)
         eng.set_labels(labels)
         eng.render(preset)
@@ -77,7 +78,8 @@ def step_runs(index: int, name: str, images: list[np.ndarray],
         built = list(eng._pipes.values())[-1]
         values = preview_pipeline.feed_values(preset, built.chain.feeds, len(images))
         feeds = fed_values.pack(values, fed_values.layout(built.chain.feeds), len(images))
-        feeds.update(eng._batches.feeds(images, labels, None, len(images), False))
+        names = built.chain.labels.graph_names if built.chain.labels else ()
+        feeds.update(eng._batches.feeds(images, labels, None, len(images), names))
         runs[f"{name}/bare_{tag}"] = bare(built.pipe, feeds)
         source = built.module_path.read_text(encoding="utf-8")
         if labels is None or "_move_labels(" not in source:

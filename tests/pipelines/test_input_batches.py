@@ -27,13 +27,13 @@ def arrays():
 
 def test_batches_are_made_once_per_picks_and_batch(arrays):
     memo = InputBatches()
-    first = memo.feeds(arrays, None, None, 6, False)
-    assert memo.feeds(arrays, None, None, 6, False) is first
-    assert memo.feeds(arrays, None, (0,), 2, False) is not first
+    first = memo.feeds(arrays, None, None, 6)
+    assert memo.feeds(arrays, None, None, 6) is first
+    assert memo.feeds(arrays, None, (0,), 2) is not first
     assert len(first["images"]) == 6
     np.testing.assert_array_equal(np.asarray(first["images"][4]), arrays[1])
     memo.clear()
-    assert memo.feeds(arrays, None, None, 6, False) is not first
+    assert memo.feeds(arrays, None, None, 6) is not first
 
 
 def test_new_images_or_labels_are_fed_not_the_old_batches(arrays):

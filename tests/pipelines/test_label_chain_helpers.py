@@ -4,6 +4,7 @@ labels exactly as the steps did one by one."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -56,40 +57,84 @@ def test_flips_alone_stay_dali_operators():
     assert _calls(doc, "_flip_labels") == 2 and _calls(doc, "_move_labels_chain") == 0
 
 
-def _render(doc: dict, fused: bool, monkeypatch) -> list:
-    if not fused:  # every move written alone: the labels as before the shared step
+def _render(doc: dict, how: str, monkeypatch, tail: bool = False, masks: bool = True) -> list:
+    """The labels of 2 draws of 4 images: ``how`` "shared" (the graph's shared Python
+    step, as exported), "alone" (every move written alone: the labels before the shared
+    step) or "after" (moved after the run, the preview's way where it can)."""
+    if how == "alone":
         monkeypatch.setattr(codegen, "waits_for_labels", lambda *a: True)
     images = bench_images(128, 4)
     engine = PreviewEngine("cpu", cache=PipelineCache(None))
+    engine.labels_after_run = how == "after"
     engine.set_arrays(images)
-    engine.set_labels(synthetic_labels(images, seed=3))
-    render = engine.render(load(json.dumps(doc)), draws=2)
+    labels = synthetic_labels(images, seed=3)
+    engine.set_labels(labels if masks else [replace(x, mask=None) for x in labels])
+    render = engine.render(load(json.dumps(doc)), draws=2, tail=tail)
+    built = list(engine._pipes.values())[-1]
+    assert built.chain.labels.after_run == (how == "after")
     engine.close()
     monkeypatch.undo()
     return [(o.labels.boxes, o.labels.classes, o.labels.keypoints, o.labels.mask, o.kept)
             for o in render.labels]
 
 
-@pytest.mark.parametrize("doc", [
-    BENCH,
-    _chain(s2={"params": {"angle": 40.0, "keep_size": False}}),
-    {"format": "dali-gallery/preset", "version": 1, "seed": 7, "steps": [
-        {"op": "rotate", "params": {"angle": {"uniform": [-30, 30]}}},
-        {"op": "resize", "params": {}},
-        {"op": "flip", "params": {"vertical": True}},
-        {"op": "random_resized_crop", "params": {"size": 96, "area_min": 0.1}},
-        {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}}]},
-], ids=["bench", "rotate-grows", "mixed"])
-def test_the_shared_step_moves_labels_as_the_steps_one_by_one(doc, monkeypatch):
-    fused, alone = _render(doc, True, monkeypatch), _render(doc, False, monkeypatch)
-    assert len(fused) == len(alone) == 8
-    for a, b in zip(fused, alone, strict=True):
+def _same(first: list, second: list) -> None:
+    assert len(first) == len(second) == 8
+    for a, b in zip(first, second, strict=True):
         for x, y in zip(a[:4], b[:4], strict=True):
-            assert (x is None and y is None) or np.array_equal(x, y)
+            assert (x is None and y is None) or (np.array_equal(x, y) and x.dtype == y.dtype)
         assert a[4].keys() == b[4].keys()
         assert all(np.array_equal(a[4][k], b[4][k]) for k in a[4])
-    assert any(len(f[0]) < 8 or any((k < 1).any() for k in f[4].values()) for f in fused), \
+    assert any(len(f[0]) < 8 or any((k < 1).any() for k in f[4].values()) for f in first), \
         "no box was clipped or dropped: the chains test too little"
+
+
+MIXED = {"format": "dali-gallery/preset", "version": 1, "seed": 7, "steps": [
+    {"op": "rotate", "params": {"angle": {"uniform": [-30, 30]}}},
+    {"op": "resize", "params": {}},
+    {"op": "flip", "params": {"vertical": True}},
+    {"op": "random_resized_crop", "params": {"size": 96, "area_min": 0.1}},
+    {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}}]}
+CHAINS = [BENCH, _chain(s2={"params": {"angle": 40.0, "keep_size": False}}), MIXED]
+
+
+@pytest.mark.parametrize("doc", CHAINS, ids=["bench", "rotate-grows", "mixed"])
+def test_the_shared_step_moves_labels_as_the_steps_one_by_one(doc, monkeypatch):
+    _same(_render(doc, "shared", monkeypatch), _render(doc, "alone", monkeypatch))
+
+
+TAILED = {**MIXED, "output": {"resize_shorter": 120, "crop": [100, 90],
+                              "mirror_probability": 0.5}}
+PIXELS_IN_GROUP = {**BENCH, "steps": [*BENCH["steps"][:3], {
+    "one_of": BENCH["steps"][3:], "pick": 1, "probability": 0.5}]}
+
+
+@pytest.mark.parametrize(("doc", "tail", "masks"), [
+    (BENCH, False, True), (BENCH, False, False), (CHAINS[1], False, True),
+    (MIXED, False, False), (TAILED, True, True), (TAILED, True, False),
+    (PIXELS_IN_GROUP, False, True)],
+    ids=["bench", "bench-boxes", "rotate-grows", "mixed-boxes", "tail", "tail-boxes",
+         "pixel-group"])
+def test_labels_moved_after_the_run_are_the_graphs(doc, tail, masks, monkeypatch):
+    """The preview's labels after the run: bit for bit those of the exported graph's Python
+    step (boxes, classes, keypoints, masks, every kept fraction), the tail's crop and
+    mirror too."""
+    _same(_render(doc, "after", monkeypatch, tail, masks),
+          _render(doc, "shared", monkeypatch, tail, masks))
+
+
+@pytest.mark.parametrize(("change", "after"), [
+    ({}, True), ({"s1": {"probability": 0.5}}, False), ({"s3": {"probability": 0.5}}, True)],
+    ids=["run", "random-flip", "random-colour"])
+def test_which_chains_move_labels_after_the_run(change, after):
+    """Only a chain where no step reads boxes in the graph or moves them under a condition:
+    a flip that fires at random keeps the graph's way; a colour step that does, not."""
+    doc = _chain(**change)
+    code, chain = codegen.preview_module(load(json.dumps(doc)), labels=LabelSet())
+    assert chain.labels.after_run is after
+    assert ("_move_labels" in code) is not after and ("after_run = [" in code) is after
+    crop = {**doc, "steps": [{"op": "random_bbox_crop", "params": {}}, *doc["steps"]]}
+    assert not codegen.preview_module(load(json.dumps(crop)), labels=LabelSet())[1].labels.after_run
 
 
 def test_the_numpy_pass_is_the_steps_in_turn():
@@ -116,3 +161,55 @@ def test_the_numpy_pass_is_the_steps_in_turn():
     for mine, theirs in zip(got, (b, c, k, kept_1, kept_2), strict=True):
         assert all(np.array_equal(x, y) for x, y in zip(mine, theirs, strict=True))
     assert [len(x) for x in got[0]] == [len(x) for x in b]
+
+
+def test_a_chain_moving_labels_after_the_run_is_kept_in_the_pipeline_cache(tmp_path):
+    """No Python operator in it: a second kernel loads the labelled pipeline instead of
+    tracing it, and moves the labels the same."""
+    images = bench_images(96, 2)
+    labels = synthetic_labels(images, seed=5)
+    out = []
+    for _ in range(2):
+        engine = PreviewEngine("cpu", cache=PipelineCache(tmp_path))
+        engine.set_arrays(images)
+        engine.set_labels(labels)
+        render = engine.render(load(json.dumps(BENCH)), draws=2)
+        out.append((engine.cache_hits, render))
+        engine.close()
+    assert [hits for hits, _ in out] == [0, 1]
+    first, second = (r.labels for _, r in out)
+    for a, b in zip(first, second, strict=True):
+        assert np.array_equal(a.labels.boxes, b.labels.boxes)
+        assert np.array_equal(a.labels.mask, b.labels.mask)
+        assert all(np.array_equal(a.kept[k], b.kept[k]) for k in a.kept)
+    assert all(np.array_equal(x, y) for x, y in zip(out[0][1].images, out[1][1].images,
+                                                    strict=True))
+
+
+@pytest.mark.parametrize("widths", [(2, 2, 2, 2), (2, 0, 3, 2)], ids=["same-k", "ragged-k"])
+def test_one_batch_pass_is_each_sample_alone(widths):
+    """_moved splits its one NumPy pass into samples at the end: a batch (the same number of
+    keypoints per box everywhere, or not) gives each sample what a batch of it alone does,
+    boxes dropped and empty samples included."""
+    rng = np.random.default_rng(4)
+    sizes = [4, 0, 6, 3]
+    boxes, classes, points = [], [], []
+    for n, k in zip(sizes, widths, strict=True):
+        lt = rng.uniform(-0.3, 0.9, (n, 2))
+        boxes.append(np.concatenate([lt, lt + rng.uniform(0.05, 0.5, (n, 2))], 1)
+                     .astype(np.float32))
+        classes.append(rng.integers(1, 9, n).astype(np.int32))
+        points.append(rng.uniform(0, 1, (n, k, 3)).astype(np.float32))
+    m = [rng.normal(0, 0.6, (2, 3)).astype(np.float32) + np.eye(2, 3, dtype=np.float32)
+         for _ in sizes]
+    shape_in = [np.array([60, 80, 3])] * 4
+    shape_out = [np.array([50, 70, 3])] * 4
+    batch = _moved(boxes, classes, points, m, shape_in, shape_out, 0.4, "centres")
+    assert sum(len(b) for b in batch[0]) < sum(sizes), "nothing dropped: too easy"
+    for s in range(len(sizes)):
+        alone = _moved(boxes[s:s + 1], classes[s:s + 1], points[s:s + 1], m[s:s + 1],
+                       shape_in[:1], shape_out[:1], 0.4, "centres")
+        for column, one in zip(batch, alone, strict=True):
+            assert column[s].dtype == one[0].dtype and column[s].shape == one[0].shape
+            assert column[s].tobytes() == one[0].tobytes()
+    assert [p.shape[1:] for p in batch[2]] == [(k, 3) for k in widths]
