@@ -2,7 +2,10 @@
 
 The engine (:mod:`pipelines.engine`) feeds each image's :class:`SampleLabels` beside its pixels
 and reads the moved labels and each moving step's kept fractions from the pipeline's own
-outputs (never recomputed): the same graph the exported module runs.
+outputs: the same graph the exported module runs. Where the chain allows
+(``LabelSet.after_run``), only masks are fed, and the pipeline returns the matrices, shapes
+and flags its moving steps computed; :func:`read_labels` moves the boxes through them with the
+function the exported module's Python step runs, so the labels are those of the export.
 """
 
 from __future__ import annotations
