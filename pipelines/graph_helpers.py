@@ -39,8 +39,7 @@ def _inputs(images, *values):
 
 def _center(images):
     """Per-sample image centre as (x, y)."""
-    shape = images.shape(dtype=types.FLOAT)
-    return fn.stack(shape[1], shape[0]) * 0.5
+    return images.shape(dtype=types.FLOAT)[1::-1] * 0.5  # one slice: fewer operators
 
 
 def _affine(images, scale, shear_x, shear_y):
