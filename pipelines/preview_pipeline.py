@@ -97,8 +97,8 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
 def _label_inputs(fed: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:
     """The fed labels the graph carries (``labels.graph_names``); masks (given at the image
     file's size) scaled to the fed image's size with nearest neighbour, on the images'
-    device. The size comes from the host's batch (``fed``): a GPU image's shape would make
-    the host wait for the GPU."""
+    device. The size is read from the host's batch (``fed``), not from the images on the
+    GPU (a GPU-to-host step in the graph)."""
     from nvidia.dali import fn, types
 
     out = []
