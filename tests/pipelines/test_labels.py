@@ -204,7 +204,9 @@ TURN = ["rotate", "warp_affine", "experimental.warp_perspective"]
 @st.composite
 def chains(draw):
     """Random chains of axis-aligned steps, optionally ending with one that turns the box (a
-    box of a turned box is no longer the object's tight box, so only one, and last)."""
+    box of a turned box is no longer the object's tight box, so only one, and last). Some
+    steps fire at random, and a colour step with a coin may come anywhere: chains with
+    conditions, shared label steps, and labels moved after the run or in the graph."""
     steps = []
     for op in draw(st.lists(st.sampled_from(AXIS), min_size=1, max_size=4)):
         params = {}
@@ -223,6 +225,12 @@ def chains(draw):
         magnitude = spec.param(spec.magnitude)
         steps.append(step(op, **{spec.magnitude: magnitude.coerce(
             draw(st.floats(*magnitude.slider)))}))
+    for s in steps:
+        s.probability = draw(st.sampled_from([1.0, 1.0, 0.5]))
+    if draw(st.booleans()):
+        colour = step("brightness_contrast")
+        colour.probability = 0.5
+        steps.insert(draw(st.integers(0, len(steps))), colour)
     return steps
 
 
@@ -248,8 +256,9 @@ def test_random_label_aware_chains_keep_boxes_on_their_masks(engine, chain, seed
         assert box[2] >= masked[2] - tol and box[3] >= masked[3] - tol, (chain, box, masked)
         # and is its tight box, unless a turned object was cut by the image's border (the
         # part left inside has a smaller box than the clipped box of the whole)
-        last = r.labels[s].kept.get((len(chain) - 1, None))
-        cut_turned = chain[-1].op in TURN and last is not None and last.min() < 1.0
+        turn = next((i for i, x in enumerate(chain) if x.op in TURN), None)
+        last = None if turn is None else r.labels[s].kept.get((turn, None))
+        cut_turned = last is not None and last.min() < 1.0
         if not cut_turned:
             assert np.allclose(box, masked, atol=tol), (chain, box, masked)
 
