@@ -70,7 +70,7 @@ class Chain:
     """(step, child) of each block that records the kept fraction of every box (``kept_<tag>``),
     in chain order: the preview returns them after the labels."""
     moves: list[Any] = field(default_factory=list)  # label moves not written yet (label_code)
-    after_run: list[tuple[Any, ...]] = field(default_factory=list)
+    after_run_kinds: list[tuple[Any, ...]] = field(default_factory=list)
     """The kinds of the moves the preview applies after the run (``labels.after_run``), in
     order: the chain's, then the tail's."""
 

@@ -80,7 +80,7 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
     flush_into(chain)
     body.append(return_line(labels, [_record_var(r) for r in chain.records] if mode == "preview"
                             else None, [_At(s, c).tag for s, c in chain.kept],
-                            bool(chain.after_run)))
+                            bool(chain.after_run_kinds)))
     return chain
 
 
@@ -261,7 +261,7 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
     output = preset.output if tail else None
     tail_kinds: list[tuple[Any, ...]] = []  # the tail's moves after the run, last
     finish = tuple(tail_lines(output, labels, True, tail_kinds)) if output else None
-    chain.after_run += tail_kinds
+    chain.after_run_kinds += tail_kinds
     chain.kept += [TAIL_KEPT] if output and output.crop and labels else []  # finish's, last
     functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)

@@ -220,7 +220,7 @@ def flush_into(chain: Any) -> None:
     """Write a chain's waiting moves (``chain.moves``) at the end of its body, inside the last
     step's block (``chain.step_lines``: a failure there names that step)."""
     if chain.moves:
-        chain.body.extend(flush_moves(chain.moves, chain.labels, chain.after_run))
+        chain.body.extend(flush_moves(chain.moves, chain.labels, chain.after_run_kinds))
         last = next(reversed(chain.step_lines))
         chain.step_lines[last] = (chain.step_lines[last][0], len(chain.body))
 

@@ -82,10 +82,10 @@ def _moved(boxes, classes, keypoints, m, shape_in, shape_out, min_kept, frame="p
     left = np.bincount(rows[keep], minlength=len(counts))
     ends = np.concatenate([[0], np.cumsum(left)]).tolist()
     out_boxes, out_classes = clipped[keep], np.concatenate(classes)[keep]
-    width = {k.shape[1:] if k.ndim == 3 else None for k in keypoints}
+    point_shapes = {k.shape[1:] if k.ndim == 3 else None for k in keypoints}
     points = None  # the usual batch: (N, K, 3) with the same K for every image
-    if len(width) == 1 and None not in width:
-        points = flat.reshape(len(box), *width.pop())[keep]
+    if len(point_shapes) == 1 and None not in point_shapes:
+        points = flat.reshape(len(box), *point_shapes.pop())[keep]
     point_starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     out = ([], [], [], [])
     for s, k in enumerate(keypoints):

@@ -101,7 +101,7 @@ def read_labels(outputs: Any, chain: Chain, first: int, fed: Sequence[SampleLabe
                 min_kept: float) -> list[LabelOutput]:
     """Per sample: the moved labels (outputs from ``first`` on) and each step's kept
     fractions. After the run (``chain.labels.after_run``) the outputs hold the masks, then
-    the matrices, shapes and flags of the chain's moves (``chain.after_run``): the exported
+    the matrices, shapes and flags of the chain's moves (``chain.after_run_kinds``): the exported
     Python step's own function moves ``fed`` (sample j: image j % len(fed)) through them,
     dropping boxes that keep less than ``min_kept`` (the render's: the source, and so the
     pipeline, does not depend on it)."""
@@ -111,7 +111,7 @@ def read_labels(outputs: Any, chain: Chain, first: int, fed: Sequence[SampleLabe
     if chain.labels.after_run:
         n, batch = len(fed), len(outputs[0])
         inputs = [_host(outputs[k]) for k in range(first + len(names), len(outputs))]
-        moved = _moved_chain_batch(min_kept, tuple(chain.after_run))(
+        moved = _moved_chain_batch(min_kept, tuple(chain.after_run_kinds))(
             [fed[j % n].boxes for j in range(batch)],
             [fed[j % n].classes for j in range(batch)],
             [fed[j % n].keypoints for j in range(batch)], *inputs)

@@ -122,7 +122,8 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     With ``labels`` (``finish(images, seed, labels)``) the resize, the centre crop and the
     mirror move the labels too (:func:`label_code.tail_label_lines`); the ``preview``'s also
     returns the centre crop's kept fractions (a list: one entry, or none without a crop),
-    or after the run the moves' inputs (their kinds appended to ``kinds``)."""
+    or after the run the moves' inputs (their kinds appended to ``kinds``: a list of the
+    tail's own, empty when given)."""
     resize = (f"images = fn.resize(images, resize_shorter={output.resize_shorter!r})"
               if output.resize_shorter else None)
     mirror = (f"fn.random.coin_flip(probability={output.mirror_probability!r}, "
@@ -145,8 +146,8 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     args += [f"dtype=types.{dtype}", f'output_layout="{output.layout}"']
     lines.append(f"images = fn.crop_mirror_normalize(images, {', '.join(args)})")
     kept = ", [kept_tail]" if output.crop else ", []"
-    if labels is not None and labels.after_run:
-        kept = ", after_run" if output.crop or output.mirror_probability > 0 else ", []"
+    if labels is not None and labels.after_run:  # the moves tail_label_lines wrote, if any
+        kept = ", after_run" if kinds else ", []"
     lines.append("return images" if labels is None else
                  f"return images, {label_tuple(labels)}" + (kept if preview else ""))
     return lines
