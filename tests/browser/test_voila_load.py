@@ -42,6 +42,11 @@ ORIGINAL = ".dg-builder img.dg-preview-original"
 ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"  # a range: its lower handle
 GALLERY_DONE_JS = """() => /operators in/.test(
     (document.querySelector('.dg-gallery-status') || {}).textContent || '')"""
+# the first match shows a decoded image (not an empty src, which the byte check cannot judge)
+_SHOWN_JS = """(selector) => {
+    const el = document.querySelector(selector);
+    return !!el && !!(el.currentSrc || el.src) && el.complete && el.naturalWidth > 0;
+}"""
 GALLERY_DEADLINE_S = 480
 KERNEL_RSS_LIMIT_MB = 3000
 KERNEL_GROWTH_LIMIT_MB = 400
@@ -191,6 +196,8 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
         # no crosstalk: each page still shows its own image and its own chain
         for k, page in enumerate(pages):
             page.wait_for_timeout(300)
+            for target in (ORIGINAL, TILE):  # a view being re-created is blank for a moment
+                page.wait_for_function(_SHOWN_JS, arg=target, timeout=30_000)
             assert closest_session(img_bytes(page, ORIGINAL)) == k, f"session {k} image"
             assert closest_session(img_bytes(page, TILE)) == k, f"session {k} preview"
             assert step_titles(page) == chains[k]
