@@ -311,6 +311,8 @@ def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
                                shard_id=args.shard, num_shards=args.num_shards,
                                max_side=args.size)
         _print_problems(batch.problems)
+        for p in batch.warnings:
+            print(f"warning: {p}", file=sys.stderr)
         render = engine.render(shard_preset(preset, args.shard), draws=args.draws,
                                tail=args.tail)
         grid_image(render, engine.images, preset,

@@ -12,14 +12,16 @@ render is then the exported module's first unshuffled batch with labels
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .annotations import AnnotationProblem, Annotations, dali_masks, load_coco
+from .annotations import AnnotationProblem, Annotations, ImageLabels, dali_masks, load_coco
 from .engine import MAX_BATCH
+from .image_decode import decoded_size
+from .image_files import readable
 from .label_code import LabelSet
-from .label_render import SampleLabels
+from .label_render import MASK_ID_MAX, SampleLabels
 from .shards import first_indices, shard_range
 
 DEFAULT_BATCH = 16
@@ -35,12 +37,59 @@ class AnnotatedBatch:
     labels: LabelSet
     problems: list[AnnotationProblem]
     annotations: Annotations
+    warnings: list[AnnotationProblem] = field(default_factory=list)
+    """Images kept whose labels will not match their pixels (:func:`size_problem`)."""
 
 
 def dataset_labels(annotations: Annotations, min_kept: float) -> LabelSet:
     """The labels a chain over this dataset carries: masks when any annotation has a
-    segmentation (images without one get an empty mask), as the export reads them."""
-    return LabelSet(masks=any(img.has_masks for img in annotations.images), min_kept=min_kept)
+    segmentation (images without one get an empty mask), as the export reads them, and
+    every category id fits the uint8 masks (else :func:`masks_problem` says why not)."""
+    masks = any(img.has_masks for img in annotations.images) and not _wide(annotations)
+    return LabelSet(masks=masks, min_kept=min_kept)
+
+
+def _wide(annotations: Annotations) -> list[int]:
+    return sorted(c for c in annotations.categories if not 0 < c <= MASK_ID_MAX)
+
+
+def masks_problem(annotations: Annotations, origin: str) -> AnnotationProblem | None:
+    """Why a dataset with segmentations carries no masks (None: it does, or has none);
+    ``origin`` names the annotations file."""
+    wide = _wide(annotations)
+    if not wide or not any(img.has_masks for img in annotations.images):
+        return None
+    return AnnotationProblem(origin, f"category ids {wide[:5]} do not fit the "
+                             f"uint8 masks (1 to {MASK_ID_MAX}): masks are off, boxes and "
+                             "keypoints are carried (export with --labels boxes)")
+
+
+def size_problem(img: ImageLabels, decoded: tuple[int, int],
+                 max_side: int | None) -> AnnotationProblem | None:
+    """An image whose file does not decode to the width and height its entry declares
+    (``decoded``: height, width, after ``max_side``): its boxes are relative to the declared
+    size, in the preview and in training alike, so they would sit in the wrong place. Said,
+    not left out (the reader keeps it); EXIF orientation is the usual cause (DALI applies
+    it, many annotation tools do not)."""
+    expected = decoded_size(img.height, img.width, max_side)
+    if tuple(decoded) == expected:
+        return None
+    h, w = decoded
+    return AnnotationProblem(readable(img.file), f"declared {img.width}x{img.height} but it "
+                             f"decodes to {w}x{h}" + (f" at --size {max_side}" if max_side
+                                                      else "") + ": its labels are placed "
+                             "relative to the declared size and will not match the pixels "
+                             "(EXIF orientation?); fix its width/height in the annotations")
+
+
+def _sample_labels(img: ImageLabels, mask: object) -> SampleLabels:
+    """An image's labels for the preview; ValueError naming the file beyond its budget."""
+    try:
+        return SampleLabels(img.boxes, img.classes, img.keypoints, mask)
+    except ValueError as e:
+        raise ValueError(f"{readable(img.file)}: {e}; a preview takes that many per image "
+                         "(training reads them all): preview a batch without it "
+                         "(--batch-size, --shard)") from None
 
 
 def load_annotated(engine: Any, annotations_file: str | Path, images_dir: str | Path, *,
@@ -77,8 +126,11 @@ def load_annotated(engine: Any, annotations_file: str | Path, images_dir: str | 
         listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])
         raise ValueError(f"{len(problems)} of the batch's images cannot be previewed "
                          f"({listed})")
-    engine.set_labels([SampleLabels(img.boxes, img.classes, img.keypoints,
-                                    masks[img.file] if labels.masks else None)
+    engine.set_labels([_sample_labels(img, masks[img.file] if labels.masks else None)
                        for img in picked])
-    return AnnotatedBatch([img.file for img in picked], labels, annotations.problems,
-                          annotations)
+    off = masks_problem(annotations, readable(Path(annotations_file).name))
+    sizes = [size_problem(img, a.shape[:2], max_side) for img, a in zip(picked, engine.images,
+                                                                          strict=True)]
+    return AnnotatedBatch([img.file for img in picked], labels,
+                          annotations.problems + ([off] if off else []), annotations,
+                          [p for p in sizes if p is not None])

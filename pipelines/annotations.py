@@ -44,6 +44,7 @@ from .annotations_coco import (
     safe_name,
 )
 from .annotations_yolo import read_regular, yolo_document
+from .coco_check import listed_files
 from .dali_errors import error_text
 from .image_files import readable
 from .preset_document import BadNumber, quote
@@ -262,20 +263,6 @@ def parse_coco(data: bytes | str, available: Collection[str] | None = None, *,
     return _annotations(check_document(doc, origin, names), "coco")
 
 
-def _listed(images_dir: Path, names: set[str]) -> set[str]:
-    """Which of ``names`` (relative paths) are files in ``images_dir``: one listing per folder
-    they name, not one ``stat`` per image."""
-    found: set[str] = set()
-    for parent in {os.path.dirname(n) for n in names}:
-        try:
-            with os.scandir(images_dir / parent) as it:
-                entries = [(e.name, e.is_file()) for e in it]
-        except OSError:
-            continue
-        found.update(f"{parent}/{n}" if parent else n for n, is_file in entries if is_file)
-    return found & names
-
-
 def load_coco(path: str | Path, images_dir: str | Path) -> Annotations:
     """The labels of a COCO instances file for the images in ``images_dir`` (CLI, notebooks).
 
@@ -289,7 +276,7 @@ def load_coco(path: str | Path, images_dir: str | Path) -> Annotations:
     doc = parse_document(read_regular(path, MAX_TEXT_BYTES, origin), origin)
     names = {img["file_name"] for img in doc["images"]
              if isinstance(img, dict) and safe_name(img.get("file_name"))}
-    return _annotations(check_document(doc, origin, _listed(images_dir, names)), "coco")
+    return _annotations(check_document(doc, origin, listed_files(images_dir, names)), "coco")
 
 
 def load_yolo(images_dir: str | Path, names: Sequence[str] | None = None) -> Annotations:

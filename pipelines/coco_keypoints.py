@@ -19,6 +19,8 @@ import json
 
 import numpy as np
 
+from .label_render import MASK_ID_MAX
+
 
 def keypoint_table(annotations_file, masks=False, size_threshold=0.1):
     """{image id: (category ids int32 (N,), keypoints float32 (N, K, 3))} of the boxes
@@ -29,7 +31,7 @@ def keypoint_table(annotations_file, masks=False, size_threshold=0.1):
     with open(annotations_file, encoding="utf-8") as f:
         doc = json.load(f)
     names = {c["id"]: len(c.get("keypoints") or ()) for c in doc["categories"]}
-    wide = sorted(c for c in names if not 0 < c < 256)
+    wide = sorted(c for c in names if not 0 < c <= MASK_ID_MAX)
     if masks and wide:
         raise ValueError(
             f"{annotations_file}: category ids {wide[:5]} do not fit the uint8 masks; "

@@ -49,6 +49,12 @@ RESERVED_NAMES = frozenset({
     "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
     "_bbox_crop_labels",
     "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",
+    # the annotation checks the labelled module carries (pipelines.coco_check) and theirs
+    "checked_annotations", "readable", "cut", "_Quoter", "quote", "MAX_QUOTE", "SIZE_THRESHOLD",
+    "BOX_TOLERANCE", "INT32_MAX", "is_int", "is_number", "numbers", "safe_name",
+    "check_categories", "image_problem", "check_images", "box_problem", "clipped_box",
+    "rle_counts", "rle_problem", "segmentation_problem", "keypoints_problem",
+    "annotation_problem", "clean_annotation", "check_entries", "listed_files", "MASK_ID_MAX",
 })
 """Every other top-level name of the generated modules (a test keeps this list complete):
 a custom function, or a global it reads, by one of these names would replace the module's own."""

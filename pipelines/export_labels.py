@@ -20,14 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from . import coco_keypoints
+from . import coco_check, coco_keypoints
 from .catalog import Catalog
 from .code_format import function
 from .codegen import Chain, chain_source
 from .export_labels_template import LABELS_PIPELINE_TEMPLATE, MASK_LINES
+from .image_files import readable
 from .label_code import LabelSet, refusals, unfired_kept
-from .label_render import SampleLabels
+from .label_render import MASK_ID_MAX, SampleLabels
 from .preset import Preset
+from .preset_document import MAX_QUOTE, _Quoter, quote
+from .preset_types import cut
 from .shards import check_shard, shard_seed
 
 KEYS = {"boxes": "boxes", "classes": "labels", "keypoints": "keypoints", "masks": "masks"}
@@ -36,6 +39,14 @@ KEY_DOC = {"boxes": "float32 N x 4", "labels": "int32 N", "keypoints": "float32 
            "masks": "uint8 H x W x 1"}
 """What each label array of the ``.npz`` holds (the script's ``main`` docstring)."""
 FINISH = "    images, labels = finish(images, labels, seed=aug_seed)\n"
+QUOTING = (readable, cut, _Quoter, quote)
+"""How the annotation checks (:mod:`pipelines.coco_check`) name files and quote values."""
+CHECK_CONSTANTS = [f"MAX_QUOTE = {MAX_QUOTE}",
+                   f"SIZE_THRESHOLD = np.float32({coco_check.SIZE_THRESHOLD!s})",
+                   f"BOX_TOLERANCE = {coco_check.BOX_TOLERANCE!r}",
+                   f"INT32_MAX = {coco_check.INT32_MAX}", f"MASK_ID_MAX = {MASK_ID_MAX}"]
+"""The constants those checks and :func:`coco_keypoints.keypoint_table` read, written from
+their values."""
 
 
 @dataclass(frozen=True)
@@ -106,9 +117,10 @@ def label_module(preset: Preset, catalog: Catalog, labels: LabelSet) -> LabelMod
         "without labels) or import create_pipeline() in a training script (a PyTorch "
         "detection example is near the end of the file).",
     ]
-    constants = ["LABEL_KEYS = (" + ", ".join(f'"{k}"' for k in keys) + ")"]
-    return LabelModule(aug, pipeline, (shard_seed, check_shard, *coco_keypoints.EMBEDDED),
-                       constants, usage)
+    constants = ["LABEL_KEYS = (" + ", ".join(f'"{k}"' for k in keys) + ")", *CHECK_CONSTANTS]
+    embedded = (shard_seed, check_shard, *coco_keypoints.EMBEDDED, *QUOTING,
+                *coco_check.EMBEDDED)
+    return LabelModule(aug, pipeline, embedded, constants, usage)
 
 
 def label_columns(labels: Sequence[SampleLabels]) -> dict[str, list[np.ndarray]]:

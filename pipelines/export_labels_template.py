@@ -79,6 +79,39 @@ def training_pipeline(
     return (images, *[labels[LABEL_KEYS.index(key)] for key in label_outputs])
 
 
+def checked_annotations(annotations_file, file_root):
+    """The annotations file as dali-gallery's preview reads it: the path of a checked
+    copy without the entries that would mislead the reader or the model (a box outside
+    its image, an unknown category, a missing image file, ...), each printed to stderr
+    as "left out: FILE: REASON". The copy is removed when the process exits."""
+    with open(annotations_file, encoding="utf-8-sig") as f:
+        doc = json.load(f)
+    lists = ("images", "annotations", "categories")
+    if isinstance(doc, dict):
+        doc.setdefault("annotations", [])
+    if not isinstance(doc, dict) or not all(isinstance(doc[k], list) for k in lists):
+        raise ValueError(
+            f"{{annotations_file}}: not a COCO instances file (a JSON object with "
+            "'images', 'annotations' and 'categories' lists)"
+        )
+    names = [img.get("file_name") for img in doc["images"] if isinstance(img, dict)]
+    names = [name for name in names if safe_name(name)]
+    available = listed_files(os.fsdecode(file_root), names)
+    origin = readable(os.path.basename(os.fsdecode(annotations_file)))
+    images, annotations, categories, problems = check_entries(doc, origin, available)
+    for file, reason in problems[:20]:
+        print(f"left out: {{file}}: {{reason}}", file=sys.stderr)
+    if len(problems) > 20:
+        print(f"left out: {{len(problems) - 20}} more entries", file=sys.stderr)
+    folder = tempfile.mkdtemp(prefix="coco-checked-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "instances_checked.json")
+    clean = {{"images": images, "annotations": annotations, "categories": categories}}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(clean, f, ensure_ascii=False, allow_nan=False)
+    return path
+
+
 def pad_per_batch(boxes, classes, keypoints, *masks):
     """Pads every sample's labels to the batch's most boxes, so that a batch stacks into
     one tensor (DALIGenericIterator): boxes and keypoints with 0, labels with -1 (labels
@@ -104,6 +137,7 @@ def create_pipeline(
     checkpoint=None,
     pad_labels=False,
     label_outputs=LABEL_KEYS,
+    check_annotations=True,
 ):
     """The training pipeline: images with their boxes, labels, keypoints{and_masks}.
 
@@ -129,6 +163,11 @@ def create_pipeline(
     for DALIGenericIterator, which stacks every output of a batch into one tensor;
     label_outputs: the labels the pipeline returns after the images, in that order
     (("boxes", "labels") for a detector).
+
+    check_annotations=True reads the annotations as the preview did: entries that
+    would mislead the reader or the model are left out and listed on stderr
+    (checked_annotations); a box past an edge by under half a pixel is clipped to the
+    image. False hands the file to fn.readers.coco as it is.
     """
     unknown = [key for key in label_outputs if key not in LABEL_KEYS]
     if unknown or not label_outputs:
@@ -138,6 +177,8 @@ def create_pipeline(
         )
     check_shard(shard_id, num_shards)
     aug_seed = shard_seed(seed, shard_id)
+    if check_annotations:
+        annotations_file = checked_annotations(annotations_file, file_root)
     table = keypoint_table(annotations_file, masks={masks})
     return training_pipeline(
         file_root=os.fsdecode(file_root),

@@ -33,9 +33,10 @@ fact about DALI, which reads more types than the preview accepts."""
 def readable(name: str) -> str:
     """``name`` as text any terminal, JSON message or page can show, one line.
 
-    Bytes that are not UTF-8 (lone surrogates from ``os.fsdecode``) become ``\\xNN``; control
-    and invisible format characters (line breaks, escape sequences, right-to-left overrides)
-    become ``\\n``/``\\x1b``/``\\u202e`` escapes, so a name cannot forge a line of a report.
+    Bytes that are not UTF-8 (lone surrogates from ``os.fsdecode``) become ``\\xNN``;
+    control and invisible format characters (line breaks, escape sequences,
+    right-to-left overrides) become ``\\n``/``\\x1b``/``\\u202e`` escapes, so a name
+    cannot forge a line of a report.
     """
     if name.isprintable():
         return name

@@ -24,6 +24,8 @@ MAX_BOXES = 1000
 """Boxes per image a preview accepts (COCO's busiest image has about 90)."""
 MAX_KEYPOINTS = 64
 """Keypoints per box."""
+MASK_ID_MAX = 255
+"""The largest category id a mask can carry (masks are uint8 category maps)."""
 
 
 @dataclass
@@ -57,8 +59,8 @@ class SampleLabels:
                 m = m[:, :, None]
             if m.ndim != 3 or m.shape[2] != 1:
                 raise ValueError(f"a mask must be H x W (x 1), got {m.shape}")
-            if m.size and (m.min() < 0 or m.max() > 255):
-                raise ValueError("mask category ids must lie in 0..255")
+            if m.size and (m.min() < 0 or m.max() > MASK_ID_MAX):
+                raise ValueError(f"mask category ids must lie in 0..{MASK_ID_MAX}")
             self.mask = np.ascontiguousarray(m, dtype=np.uint8)
 
 

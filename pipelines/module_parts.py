@@ -84,7 +84,8 @@ def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     """Import lines (isort order) for what the code uses, and the ``extra`` lines
     (``import x [as y]``) that custom functions need (:func:`custom_imports`)."""
     lines = []
-    std = [f"import {m}" for m in ("argparse", "json", "os", "tempfile")
+    std = [f"import {m}" for m in ("argparse", "atexit", "collections", "json", "math", "os",
+                                   "pathlib", "reprlib", "shutil", "sys", "tempfile")
            if re.search(rf"\b{m}\.", code)]
     std += [e for e in extra if e.split()[1].split(".")[0] in sys.stdlib_module_names]
     if std:

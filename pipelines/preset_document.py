@@ -17,7 +17,6 @@ import reprlib
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -53,11 +52,13 @@ class _Quoter(reprlib.Repr):
         return super().repr_int(x, level)
 
 
-def quote(value: Any, limit: int = MAX_QUOTE) -> str:
-    """A value for a message: its repr, cut with an ellipsis, bounded whatever the value."""
+def quote(value: object, limit: int = MAX_QUOTE) -> str:
+    """A value for a message: its repr, cut with an ellipsis, bounded whatever the
+    value (the exported module with labels carries it for its annotation checks)."""
     try:
         text = _Quoter(limit).repr(value)
-    except (RecursionError, ValueError):  # a self-referencing or exotic object from code
+    except (RecursionError, ValueError):
+        # a self-referencing or exotic object from code
         text = f"<{type(value).__name__}>"
     return cut(text, limit)
 

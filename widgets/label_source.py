@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dali_gallery.pipelines.annotated_preview import size_problem
 from dali_gallery.pipelines.annotations import (
     AnnotationError,
     AnnotationProblem,
@@ -36,15 +37,13 @@ from dali_gallery.pipelines.annotations import (
     parse_coco,
 )
 from dali_gallery.pipelines.image_files import readable
-from dali_gallery.pipelines.label_render import SampleLabels
+from dali_gallery.pipelines.label_render import MASK_ID_MAX, SampleLabels
 
 from .label_overlay import scale_nearest
 
 __all__ = ["YOLO", "AnnotationError", "LabelSource", "MASK_ID_MAX", "from_path", "from_upload",
            "from_yolo"]
 
-MASK_ID_MAX = 255
-"""The largest category id a mask can carry (masks are uint8 category maps)."""
 YOLO = "yolo"
 """``annotations="yolo"``: the images folder is a YOLO dataset (one .txt of labels per image)."""
 
@@ -121,6 +120,17 @@ class LabelSource:
             return None
         with self._lock:
             return self._for_images(files, shapes)
+
+    def check_sizes(self, files: Sequence[str], shapes: Sequence[tuple[int, int]],
+                    max_side: int | None) -> None:
+        """Add a problem for each image whose file does not decode to the size its entry
+        declares (its labels would not match its pixels; it is still shown, as training
+        reads it)."""
+        for f, shape in zip(files, shapes, strict=True):
+            entry = self._by_file.get(f)
+            problem = None if entry is None else size_problem(entry, shape, max_side)
+            if problem is not None and problem not in self.problems:
+                self.problems.append(problem)
 
     def _for_images(self, files: Sequence[str],
                     shapes: Sequence[tuple[int, int]]) -> list[SampleLabels]:

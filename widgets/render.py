@@ -195,8 +195,9 @@ class PreviewRenderer:
         its labels whenever its images change)."""
         labels = None
         if self.labels is not None:
-            labels = self.labels.for_images(self.engine.names,
-                                            [a.shape[:2] for a in self.engine.images])
+            shapes = [a.shape[:2] for a in self.engine.images]
+            labels = self.labels.for_images(self.engine.names, shapes)
+            self.labels.check_sizes(self.engine.names, shapes, self.max_side)
         self.engine.set_labels(labels)
         self._labelled = [] if labels is None or self.labels is None else overlay_originals(
             self.engine.images, labels, self.labels.names, DISPLAY_MAX)

@@ -89,6 +89,38 @@ def test_bad_annotations_are_listed_and_the_rest_used(dataset, capsys):
     assert_same_npz(root / "good.npz", root / "bad.npz")
 
 
+def test_a_category_id_above_255_turns_masks_off_and_too_many_boxes_name_the_image(
+        dataset, capsys):
+    """Valid COCO files beyond what a preview carries: a category id a uint8 mask cannot
+    hold renders boxes without masks (said on stderr, as the builder says it); an image with
+    more boxes than a preview takes is named with its count (it used to abort with neither)."""
+    root, images, annotations, _ = dataset
+    doc = json.loads(annotations.read_text())
+    doc["categories"].append({"id": 300, "name": "wide"})
+    doc["annotations"].append({"id": 99, "image_id": IDS[0], "category_id": 300,
+                               "bbox": [1, 1, 5, 5], "iscrowd": 0,
+                               "segmentation": [[1, 1, 6, 1, 6, 6, 1, 6]]})
+    wide = root / "wide.json"
+    wide.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert render_npz(dataset, wide, root / "wide.npz") == 0
+    err = capsys.readouterr().err
+    assert "left out: wide.json: category ids [300] do not fit the uint8 masks" in err
+    batch = np.load(root / "wide.npz")
+    assert not [k for k in batch.files if k.startswith("masks_")]
+    assert [k for k in batch.files if k.startswith("boxes_")]
+
+    doc = json.loads(annotations.read_text())
+    doc["annotations"] += [{"id": 1000 + k, "image_id": IDS[0], "category_id": 3,
+                            "bbox": [1, 1, 5, 5], "iscrowd": 0, "segmentation": []}
+                           for k in range(1001)]
+    busy = root / "busy.json"
+    busy.write_text(json.dumps(doc))
+    assert render_npz(dataset, busy, root / "busy.npz") == 2
+    err = capsys.readouterr().err
+    assert "scene_0.jpg: 1003 boxes" in err and "at most 1000 boxes" in err, err
+
+
 def test_what_cannot_move_labels_is_refused_by_name(dataset, capsys):
     root, images, annotations, _ = dataset
     water = root / "water.json"

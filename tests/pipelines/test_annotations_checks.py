@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from dali_gallery.pipelines import annotations
@@ -51,7 +52,9 @@ def _drop_key(k: int, key: str) -> Edit:
 # (edit, problem file, words of the reason, images kept, annotations kept)
 CASES: dict[str, tuple[Edit, str, str, int, int]] = {
     "x below 0": (_ann(0, bbox=[-1, 2, 10, 8]), "a.jpg", "outside the 40x30 image", 2, 2),
-    "y below 0": (_ann(0, bbox=[1, -0.01, 10, 8]), "a.jpg", "outside", 2, 2),
+    "y below 0": (_ann(0, bbox=[1, -0.6, 10, 8]), "a.jpg", "0.5 px tolerance", 2, 2),
+    "x past the tolerance": (_ann(0, bbox=[-0.51, 1, 10, 8]), "a.jpg", "outside", 2, 2),
+    "under 0.1 px inside": (_ann(0, bbox=[-0.45, 1, 0.5, 8]), "a.jpg", "size_threshold", 2, 2),
     "past the right edge": (_ann(0, bbox=[31, 2, 9.6, 8]), "a.jpg", "0.5 px tolerance", 2, 2),
     "past the bottom": (_ann(2, bbox=[0, 0, 50, 20.6]), "b.jpg", "outside the 50x20", 2, 2),
     "zero width": (_ann(0, bbox=[1, 2, 0, 8]), "a.jpg", "has no area", 2, 2),
@@ -137,6 +140,29 @@ def test_the_valid_base_and_the_edge_tolerance_have_no_problems():
     doc["annotations"][1]["keypoints"] = [6, 7, 2.0, 8.5, 9, 0]
     doc["annotations"][2]["segmentation"] = {"size": [20, 50], "counts": [0, 1000]}
     assert parse_coco(json.dumps(doc)).problems == []
+
+
+def test_boxes_past_an_edge_within_the_tolerance_are_clipped_to_the_image():
+    """Every edge has the same tolerance, and a kept box is relative 0..1 as the reader
+    computes it (left + width in float32): the cleaned document holds the clipped box."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        w, h = (int(v) for v in rng.integers(1, 3000, 2))
+        x0, y0 = rng.uniform(-0.5, 0.5 * w), rng.uniform(-0.5, 0.5 * h)
+        x1, y1 = rng.uniform(x0 + 0.2, w + 0.5), rng.uniform(y0 + 0.2, h + 0.5)
+        bbox = [float(x0), float(y0), float(x1 - x0), float(y1 - y0)]
+        doc = {"images": [{"id": 1, "file_name": "a.jpg", "width": w, "height": h}],
+               "categories": [{"id": 1, "name": "a"}],
+               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": bbox}]}
+        ann = parse_coco(json.dumps(doc))
+        assert ann.problems == [], (bbox, w, h, ann.problems)
+        boxes = ann.images[0].boxes
+        assert boxes.min() >= 0 and boxes.max() <= 1, (bbox, w, h, boxes)
+        clean = ann.coco_document()["annotations"][0]["bbox"]
+        inside = x0 >= 0 and y0 >= 0 and x1 <= w and y1 <= h
+        assert (clean == bbox) == inside, (bbox, clean)
+        xywh = np.float32(clean)
+        assert xywh[0] + xywh[2] <= w and xywh[1] + xywh[3] <= h
 
 
 def test_a_missing_image_file_drops_the_image_and_its_annotations_quietly():

@@ -5,6 +5,7 @@ cannot move labels is refused by name; the module is ruff-clean and its PyTorch 
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 
 import numpy as np
@@ -228,3 +229,43 @@ def test_shard_one_of_two_previews_its_own_files_and_seed(coco, tmp_path):
     images, labels = module.batch_at(str(coco[0]), str(coco[1]), 2, shard_id=1, num_shards=2,
                                      random_shuffle=False, num_threads=2)
     assert_same_batch(images, labels, render)
+
+
+def test_training_leaves_out_what_the_preview_left_out(coco, tmp_path, capsys):
+    """The user's own file, with entries the checks leave out (a box outside its image, an
+    unknown category, an image whose file is missing, a box past two edges by less than
+    the tolerance: clipped): the exported module reads it as the preview did, bit for bit,
+    and lists the same problems on stderr (it used to hand the file to the reader as is)."""
+    images_dir, annotations = coco
+    doc = json.loads(annotations.read_text(encoding="utf-8"))
+    first = doc["images"][0]
+    w = first["width"]
+    extra = [{"bbox": [w - 5, 2, 25, 9], "category_id": 3},  # far past the right edge
+             {"bbox": [2, 2, 9, 9], "category_id": 5},  # no category 5
+             {"bbox": [-0.4, 3, w + 0.3, 9], "category_id": 3}]  # clipped: kept
+    for n, ann in enumerate(extra):
+        doc["annotations"].append({"id": 900 + n, "image_id": first["id"], "iscrowd": 0,
+                                   "area": 1.0, "segmentation": [], **ann})
+    doc["images"].append({"id": 77, "file_name": "gone.jpg", "width": 10, "height": 10})
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(doc), encoding="utf-8")
+
+    engine = PreviewEngine("cpu", num_threads=2)
+    try:
+        batch = load_annotated(engine, raw, images_dir)
+        reasons = [str(p) for p in batch.problems]
+        assert len(reasons) == 3, reasons
+        preset = load(preset_dict(CHAINS["random_steps"][0], seed=5))
+        render = engine.render(preset)
+    finally:
+        engine.close()
+    module = exported(preset, batch.labels, tmp_path)
+    capsys.readouterr()
+    images, labels = module.batch_at(str(images_dir), str(raw), len(batch.files),
+                                     random_shuffle=False, num_threads=2)
+    assert_same_batch(images, labels, render)
+    printed = [line.removeprefix("left out: ") for line in
+               capsys.readouterr().err.splitlines() if line.startswith("left out: ")]
+    assert printed == reasons
+    assert all(b.min() >= 0 and b.max() <= 1 for b in labels["boxes"] if len(b))
+    assert not any(5 in lab for lab in labels["labels"])
