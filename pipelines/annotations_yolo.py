@@ -1,13 +1,18 @@
 """A YOLO-labelled folder as a COCO instances document, so the engine treats both alike.
 
 Each image of the folder (flat, the preview's image types, in byte order) may have a ``.txt``
-of the same stem beside it, or in a sibling ``labels/`` folder when the folder is named
-``images`` (the Ultralytics layout). A line is ``class cx cy w h`` (a box) or
-``class x1 y1 x2 y2 x3 y3 ...`` (a polygon: its mask and its bounding box), all relative to
-the image, whose size is read from its header. Class names come from the caller, else
-``classes.txt`` (one a line), else ``data.yaml`` (``names:`` as a list or an index map), else
-``class 0``, ``class 1`` ...; category id = class index + 1 (COCO ids start at 1). A line that
-cannot be read is a problem naming the file and line; an image without a ``.txt`` has no boxes.
+of the same stem. Where Ultralytics keeps it first: when the folder's path has an ``images``
+part and the path with its last ``images`` replaced by ``labels`` is a folder (``ds/images/
+train`` -> ``ds/labels/train``), there; else beside the image. A line is ``class cx cy w h``
+(a box) or ``class x1 y1 x2 y2 x3 y3 ...`` (a polygon, an even count of at least 6 values: its
+mask and its bounding box); in a pose dataset (``kpt_shape: [K, D]`` in ``data.yaml``) it is
+``class cx cy w h`` and K keypoints of D values. All are relative to the image, whose size is
+read from its header. Class names come from the caller, else ``classes.txt`` (one a line),
+else ``data.yaml`` (:mod:`.annotations_yolo_yaml`), each looked for in the folder, then in the
+dataset root above its ``images`` part; else ``class 0``, ``class 1`` ...; category id = class
+index + 1 (COCO ids start at 1). Nothing is read outside the folder and that root, symlinks
+followed. A line or file that cannot be read is a problem naming the file (and line); an
+image without a ``.txt`` has no boxes, and a folder none of whose images has one says so.
 """
 
 from __future__ import annotations
@@ -16,20 +21,22 @@ import os
 import re
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .annotations_coco import MAX_ANNOTATIONS, MAX_IMAGES, AnnotationError, AnnotationProblem
+from .annotations_yolo_yaml import MAX_NAMES, yaml_kpt_shape, yaml_names
 from .image_files import SUPPORTED_EXTENSIONS, byte_key, matches, os_error_reason, readable
 from .image_headers import HeaderLimitError, read_size
 from .preset_document import file_kind, quote
 
+__all__ = ["MAX_LABEL_BYTES", "MAX_NAMES", "MAX_NAMES_BYTES", "YoloLayout", "class_names",
+           "read_regular", "yaml_names", "yolo_document"]
+
 MAX_LABEL_BYTES = 8 << 20
 """Largest YOLO label file read."""
-MAX_NAMES = 10_000
-"""Most class names."""
 MAX_NAMES_BYTES = 1 << 20
 """Largest ``classes.txt`` or ``data.yaml`` read (10 000 names fit in a tenth of it)."""
-_KEY = re.compile(r"(\d{1,6})[ \t]*:[ \t]*")
 
 
 def read_regular(path: Path, limit: int, shown: str) -> bytes:
@@ -66,106 +73,115 @@ def _text(path: Path, shown: str, limit: int = MAX_LABEL_BYTES) -> str:
         raise AnnotationError(f"{shown}: not UTF-8 text.") from None
 
 
-def _quoted(text: str, i: int) -> tuple[str, int]:
-    """The value of a quoted YAML scalar starting at ``text[i]`` and the index after it."""
-    mark, chars, i = text[i], [], i + 1
-    while i < len(text):
-        if mark == "'" and text.startswith("''", i):
-            chars.append("'")
-            i += 2
-        elif mark == '"' and text[i] == "\\" and i + 1 < len(text):
-            chars.append(text[i + 1])
-            i += 2
-        elif text[i] == mark:
-            return "".join(chars), i + 1
+@dataclass(frozen=True)
+class YoloLayout:
+    """Where the labels and names of an images folder may lie, and nowhere else.
+
+    ``labels``: the folder's path with its last ``images`` part replaced by ``labels``, when
+    that is a folder (Ultralytics' rule); ``root``: the part above ``images`` then, else the
+    folder itself. Paths are absolute but never shown: messages name files relative to
+    ``root``."""
+
+    folder: Path
+    root: Path
+    labels: Path | None
+
+    @classmethod
+    def of(cls, folder: Path) -> YoloLayout:
+        parts = Path(os.path.abspath(folder)).parts
+        if "images" in parts:
+            k = len(parts) - 1 - parts[::-1].index("images")
+            labels = Path(*parts[:k], "labels", *parts[k + 1:])
+            if labels.is_dir():
+                return cls(Path(*parts), Path(*parts[:k]), labels)
+        return cls(Path(*parts), Path(*parts), None)
+
+    def places(self) -> list[Path]:
+        """Where ``classes.txt`` and ``data.yaml`` are looked for: the folder, then the root."""
+        return [self.folder] if self.root == self.folder else [self.folder, self.root]
+
+    def shown(self, path: Path) -> str:
+        """``path`` for a message: relative to the root (its name for the folder's files)."""
+        base = self.folder if path.parent == self.folder else self.root
+        return readable(os.path.relpath(path, base).replace(os.sep, "/"))
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` resolves (symlinks followed) inside the folder or the root."""
+        real = os.path.realpath(path)
+        return any(real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+                   for top in {os.path.realpath(self.folder), os.path.realpath(self.root)})
+
+    def label_file(self, image: str) -> Path | None:
+        """The first of the image's label paths that exists (as an entry: a broken link or a
+        FIFO is found, and refused when read)."""
+        stem = image.rsplit(".", 1)[0] + ".txt"
+        places = [self.labels, self.folder] if self.labels is not None else [self.folder]
+        return next((p / stem for p in places if os.path.lexists(p / stem)), None)
+
+    def missing_labels(self, count: int) -> AnnotationProblem:
+        """Why a folder of ``count`` images with no label file loads no boxes."""
+        if self.labels is None:
+            where = ("beside each image (a dataset split into images/NAME and labels/NAME "
+                     "keeps them in labels/NAME)")
         else:
-            chars.append(text[i])
-            i += 1
-    return "".join(chars), i
+            labels = readable(os.path.relpath(self.labels, self.root).replace(os.sep, "/"))
+            where = (f"in {labels}/ (the images path with 'labels' for its last 'images', "
+                     "as Ultralytics keeps them) and beside each image")
+        return AnnotationProblem(readable(self.folder.name) or "images",
+                                 f"none of its {count} images has a label file: looked for "
+                                 f"the image's name with .txt {where}; a YOLO dataset has one "
+                                 ".txt per image")
 
 
-def _items(text: str) -> list[tuple[str | None, str]]:
-    """(index or None, value) of each item of a YAML flow list or map body: values plain,
-    'single' or "double" quoted. One pass, so no input makes it slow."""
-    out: list[tuple[str | None, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i] in " \t":
-            i += 1
-        m = _KEY.match(text, i)
-        key, i = (m.group(1), m.end()) if m else (None, i)
-        comma = text.find(",", i)
-        end = n if comma < 0 else comma
-        if i < n and text[i] in "'\"":
-            value, i = _quoted(text, i)
-            comma = text.find(",", i)
-            end = n if comma < 0 else comma
-        else:
-            value = text[i:end].strip()
-        if value or key is not None:
-            out.append((key, value))
-        i = end + 1
-    return out
+def _names_file(layout: YoloLayout, path: Path | None,
+                problems: list[AnnotationProblem]) -> str | None:
+    """The text of ``classes.txt`` or ``data.yaml``; None (and a problem) when it lies
+    outside the dataset or cannot be read."""
+    if path is None:
+        return None
+    shown = layout.shown(path)
+    try:
+        if not layout.inside(path):
+            raise AnnotationError(f"{shown} leads outside the dataset folder; it was not opened")
+        return _text(path, shown, MAX_NAMES_BYTES)
+    except AnnotationError as err:
+        problems.append(AnnotationProblem(shown, f"{str(err).rstrip('.')}; it is not used"))
+        return None
 
 
-def yaml_names(text: str) -> list[str] | None:
-    """``names`` of a YOLO ``data.yaml``: a flow list ``[a, 'b c']``, a block list
-    (``- a`` lines) or an index map (``0: a`` lines, or ``{0: a, 1: b}``); None when absent.
-    A few lines of parsing rather than a YAML dependency for one key."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"names\s*:(.*)$", line)
-        if m is None:
-            continue
-        rest = m.group(1).strip()
-        rest = "" if rest.startswith("#") else rest.split(" #", 1)[0].strip()
-        if rest[:1] in ("[", "{"):
-            body = " ".join([rest] + [more.strip() for more in lines[i + 1:]])
-            close = body.find("]" if rest[0] == "[" else "}")
-            entries = _items(body[1:close] if close > 0 else body[1:])
-        elif rest:
-            return None
-        else:
-            entries = []
-            for raw in lines[i + 1:]:
-                item = raw.strip()
-                if not item or item.startswith("#"):
-                    continue
-                if not raw[:1].isspace():
-                    break
-                entries.extend(_items(item[1:] if item.startswith("-") else item)[:1])
-        if entries and all(key is not None for key, _ in entries):
-            found = {int(k): v for k, v in entries if int(k) < MAX_NAMES}  # type: ignore[arg-type]
-            return [found.get(k, f"class {k}") for k in range(max(found, default=-1) + 1)]
-        return [value for _, value in entries]
-    return None
-
-
-def class_names(folder: Path, names: Sequence[str] | None) -> list[str] | None:
-    """The class names: given, else ``classes.txt``, else ``data.yaml``/``data.yml``."""
-    if names is not None:
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-            raise AnnotationError("names must be a sequence of class names (strings).")
-        found: list[str] | None = list(names)
-    elif (folder / "classes.txt").is_file():
-        found = [n.strip() for n in _text(folder / "classes.txt", "classes.txt",
-                                          MAX_NAMES_BYTES).splitlines() if n.strip()]
-    else:
-        yaml = next((folder / n for n in ("data.yaml", "data.yml") if (folder / n).is_file()),
-                    None)
-        found = (yaml_names(_text(yaml, yaml.name, MAX_NAMES_BYTES)) if yaml is not None
-                 else None)
+def class_names(layout: YoloLayout, names: Sequence[str] | None
+                ) -> tuple[list[str] | None, tuple[int, int] | None, list[AnnotationProblem]]:
+    """(class names, pose ``kpt_shape``, problems): names given, else ``classes.txt``, else
+    ``data.yaml``/``data.yml`` (read for ``kpt_shape`` in any case). A file or value that
+    cannot be read is a problem naming it, and the classes are numbered."""
+    problems: list[AnnotationProblem] = []
+    if names is not None and (isinstance(names, str)
+                              or not all(isinstance(n, str) for n in names)):
+        raise AnnotationError("names must be a sequence of class names (strings).")
+    first = {name: next((p / name for p in layout.places() if (p / name).is_file()), None)
+             for name in ("classes.txt", "data.yaml", "data.yml")}
+    yaml = first["data.yaml"] or first["data.yml"]
+    text = _names_file(layout, yaml, problems)
+    found = list(names) if names is not None else None
+    kpt_shape = None
+    if found is None and first["classes.txt"] is not None:
+        listed = _names_file(layout, first["classes.txt"], problems)
+        found = None if listed is None else [n.strip() for n in listed.splitlines() if n.strip()]
+    elif found is None and yaml is not None and text is not None:
+        try:
+            found = yaml_names(text)
+        except AnnotationError as err:
+            problems.append(AnnotationProblem(layout.shown(yaml),
+                                              f"{err}; the classes are numbered instead"))
+    if yaml is not None and text is not None:
+        try:
+            kpt_shape = yaml_kpt_shape(text)
+        except AnnotationError as err:
+            problems.append(AnnotationProblem(layout.shown(yaml), f"{err}; lines are read as "
+                                              "boxes and polygons"))
     if found is not None and len(found) > MAX_NAMES:
         raise AnnotationError(f"{len(found)} class names; at most {MAX_NAMES} are read.")
-    return found
-
-
-def _label_file(folder: Path, image: str) -> Path | None:
-    stem = image.rsplit(".", 1)[0] + ".txt"
-    candidates = [folder / stem]
-    if folder.name == "images":
-        candidates.append(folder.parent / "labels" / stem)
-    return next((p for p in candidates if os.path.lexists(p)), None)
+    return found, kpt_shape, problems
 
 
 def _box(left: float, top: float, right: float, bottom: float, width: int,
@@ -180,29 +196,70 @@ def _box(left: float, top: float, right: float, bottom: float, width: int,
     return [x0, y0, x1 - x0, y1 - y0]
 
 
-def _line(tokens: list[str], width: int, height: int,
-          classes: int | None) -> tuple[int, list[float], list[list[float]]] | str:
-    """(class, COCO bbox in pixels, segmentation) of one label line, or why it is refused."""
+@dataclass(frozen=True)
+class _Label:
+    """One label line: class index, COCO box in pixels, polygons and COCO keypoints."""
+
+    cls: int
+    bbox: list[float]
+    segmentation: list[list[float]]
+    keypoints: list[float]
+
+
+def _keypoints(values: list[float], shape: tuple[int, int], width: int,
+               height: int) -> list[float] | str:
+    """COCO keypoints (x, y in pixels, visibility) of a pose line's values after its box;
+    with 2 values a point is labelled unless a coordinate is negative (as Ultralytics)."""
+    out: list[float] = []
+    count, dims = shape
+    for k in range(count):
+        x, y = values[k * dims], values[k * dims + 1]
+        v = values[k * dims + 2] if dims == 3 else (0 if x < 0 or y < 0 else 2)
+        if v not in (0, 1, 2):
+            return f"keypoint {k}: visibility {v:g} is not 0, 1 or 2"
+        out += [x * width, y * height, int(v)] if v else [0.0, 0.0, 0]
+    return out
+
+
+def _line(tokens: list[str], width: int, height: int, classes: int | None,
+          kpt_shape: tuple[int, int] | None) -> _Label | str:
+    """One label line read, or why it is refused (naming the value and what is allowed)."""
     if not re.fullmatch(r"[0-9]{1,5}", tokens[0]) or int(tokens[0]) >= MAX_NAMES:
         return f"class {quote(tokens[0])} is not a class index (0 to {MAX_NAMES - 1})"
-    try:
-        values = [float(t) for t in tokens[1:]]
-    except ValueError:
-        return "a value is not a number"
-    if not all(abs(v) < 1e6 for v in values):  # NaN and inf fail too
-        return "a value is not a finite number near the image (relative coordinates)"
-    cls = int(tokens[0])
+    values: list[float] = []
+    for token in tokens[1:]:
+        try:
+            values.append(float(token))
+        except ValueError:
+            return f"{quote(token)}: a value is not a number"
+        if not abs(values[-1]) < 1e6:  # NaN and inf fail too
+            return (f"{quote(token)}: a value is not a finite number near the image "
+                    "(coordinates are relative to it, 0 to 1)")
+    cls, points = int(tokens[0]), list[float]()
     if classes is not None and cls >= classes:
-        return f"class {cls} is not one of the {classes} class names (0 to {classes - 1})"
-    if len(values) == 4:
-        cx, cy, w, h = values
-        return cls, _box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, width, height), []
-    if len(values) >= 6 and len(values) % 2 == 0:
+        return (f"class {cls} is not one of the {classes} class names (0 to {classes - 1})"
+                if classes else f"class {cls}: the list of class names is empty")
+    if kpt_shape is not None:
+        count, dims = kpt_shape
+        if len(values) != 4 + count * dims:
+            return (f"{len(values)} values after the class; a line of this pose dataset "
+                    f"(kpt_shape [{count}, {dims}] in data.yaml) is 'class cx cy w h' and "
+                    f"{count} keypoints of {dims} values: {4 + count * dims} values")
+        read = _keypoints(values[4:], kpt_shape, width, height)
+        if isinstance(read, str):
+            return read
+        points = read
+    elif len(values) >= 6 and len(values) % 2 == 0:
         xs, ys = values[0::2], values[1::2]
         poly = [c for x, y in zip(xs, ys, strict=True) for c in (x * width, y * height)]
-        return cls, _box(min(xs), min(ys), max(xs), max(ys), width, height), [poly]
-    return (f"{len(values)} values after the class; a line is 'class cx cy w h' or a polygon "
-            "'class x1 y1 x2 y2 x3 y3 ...' (at least 3 points), relative to the image")
+        return _Label(cls, _box(min(xs), min(ys), max(xs), max(ys), width, height), [poly], [])
+    elif len(values) != 4:
+        return (f"{len(values)} values after the class; a line is 'class cx cy w h' (4 "
+                "values) or a polygon 'class x1 y1 x2 y2 x3 y3 ...' (an even number of "
+                "values, at least 6), relative to the image")
+    cx, cy, w, h = values[:4]
+    box = _box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, width, height)
+    return _Label(cls, box, [], points)
 
 
 def _image_size(path: Path) -> tuple[int, int] | str:
@@ -228,25 +285,29 @@ def yolo_document(folder: Path,
     if not folder.is_dir():
         raise AnnotationError(f"{readable(folder.name) or str(folder)}: not a folder; a YOLO "
                               "dataset is a folder of images with one .txt of labels each.")
+    layout = YoloLayout.of(folder)
     with os.scandir(folder) as it:
         files = sorted((e.name for e in it if matches(e.name, SUPPORTED_EXTENSIONS)
                         and e.is_file()), key=byte_key)
     if len(files) > MAX_IMAGES:
         raise AnnotationError(f"{len(files)} images; at most {MAX_IMAGES} are read.")
-    listed = class_names(folder, names)
-    problems: list[AnnotationProblem] = []
+    listed, kpt_shape, problems = class_names(layout, names)
     images: list[dict] = []
     annotations: list[dict] = []
     where: dict[int, str] = {}
-    seen = -1
+    seen, labelled = -1, 0
     for name in files:
+        label = layout.label_file(name)
+        labelled += label is not None
         size = _image_size(folder / name)
         if isinstance(size, str):
             problems.append(AnnotationProblem(readable(name), size))
             continue
-        label = _label_file(folder, name)
-        shown = readable(label.name) if label is not None else ""
+        shown = layout.shown(label) if label is not None else ""
         try:
+            if label is not None and not layout.inside(label):
+                raise AnnotationError(f"{shown} leads outside the dataset folder; it was not "
+                                      "opened")
             lines = _text(label, shown).splitlines() if label is not None else []
         except AnnotationError as err:  # its boxes are unknown: not shown as unlabelled
             problems.append(AnnotationProblem(readable(name), str(err).rstrip(".")))
@@ -257,20 +318,29 @@ def yolo_document(folder: Path,
             tokens = line.split()
             if not tokens or tokens[0].startswith("#"):
                 continue
-            parsed = _line(tokens, size[0], size[1], None if listed is None else len(listed))
+            parsed = _line(tokens, size[0], size[1], None if listed is None else len(listed),
+                           kpt_shape)
             if isinstance(parsed, str):
                 problems.append(AnnotationProblem(readable(name), f"{shown} line {n}: {parsed}"))
                 continue
             if len(annotations) >= MAX_ANNOTATIONS:
                 raise AnnotationError(f"more than {MAX_ANNOTATIONS} labels; at most "
                                       f"{MAX_ANNOTATIONS} are read (split the dataset).")
-            cls, box, segmentation = parsed
-            seen = max(seen, cls)
+            seen = max(seen, parsed.cls)
             where[len(annotations)] = f"{shown} line {n}"
-            annotations.append({"id": len(annotations) + 1, "image_id": image["id"],
-                                "category_id": cls + 1, "bbox": box, "iscrowd": 0,
-                                "segmentation": segmentation, "area": box[2] * box[3]})
+            box = parsed.bbox
+            ann = {"id": len(annotations) + 1, "image_id": image["id"],
+                   "category_id": parsed.cls + 1, "bbox": box, "iscrowd": 0,
+                   "segmentation": parsed.segmentation, "area": box[2] * box[3]}
+            if kpt_shape is not None:
+                ann["keypoints"] = parsed.keypoints
+                ann["num_keypoints"] = sum(1 for v in parsed.keypoints[2::3] if v)
+            annotations.append(ann)
+    if files and not labelled:
+        problems.append(layout.missing_labels(len(files)))
     names_used = listed if listed is not None else [f"class {k}" for k in range(seen + 1)]
-    categories = [{"id": k + 1, "name": n} for k, n in enumerate(names_used)]
+    points = [f"keypoint {k}" for k in range(kpt_shape[0])] if kpt_shape is not None else []
+    categories = [{"id": k + 1, "name": n} | ({"keypoints": points} if points else {})
+                  for k, n in enumerate(names_used)]
     return {"images": images, "annotations": annotations, "categories": categories}, \
         problems, where
