@@ -9,10 +9,14 @@ one coin). What a group cannot hold is refused with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from .rules import Args, Refused, number
+from .rules import Args, Refused, Rule, number, plain
 from .source import Call
 from .table import rule_for
+
+TORCH_NN = "torch.nn"
+"""Where torch.nn.ModuleList / torch.nn.Sequential resolve (the reader allows these two)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,47 @@ def group_mode(e: Call, args: Args, children: list[Call]) -> GroupMode:
         raise Refused(f"SomeOf(n={k}, replace=True) may apply a transform twice; a group picks "
                       "distinct transforms", "SomeOf(replace=False)")
     return GroupMode(None) if k >= n else GroupMode(k)
+
+
+def transforms_of(e: Call, rule: Rule, args: Args) -> list[Any]:
+    """A container's transforms as a list: written as a list, or as one of the torch.nn
+    containers its rule declares (``module_lists``); anything else is refused, as the library
+    refuses it, rather than iterated."""
+    value = args.get("transforms")
+    if value is None:
+        return []
+    if isinstance(value, Call) and value.module == TORCH_NN and value.name in rule.module_lists:
+        value = _modules_of(value)
+    if not isinstance(value, list):
+        forms = ["a list of transforms"] + [f"torch.nn.{n}(...)" for n in rule.module_lists]
+        raise Refused(f"{e.name}(transforms={_text(value)}): expected "
+                      + " or ".join(forms))
+    if any(isinstance(v, list) for v in value):
+        how = f"as separate arguments, {e.name}(t1, t2, ...)" if rule.varargs else "in one list"
+        written = _text(e) if rule.varargs else f"{e.name}(transforms={_text(value)})"
+        raise Refused(f"{written} holds a list, which is no transform (the library calls each "
+                      f"item): write the transforms {how}")
+    return value
+
+
+def _modules_of(holder: Call) -> Any:
+    """The items of torch.nn.ModuleList([...]) (its one argument, ``modules``) or of
+    torch.nn.Sequential(t1, t2, ...) (read by its own rule)."""
+    own = rule_for(holder.library, holder.name)
+    if own is not None:
+        return transforms_of(holder, own, own.bind(holder))
+    if len(holder.args) > 1 or set(holder.kwargs) - {"modules"}:
+        raise Refused(f"{_text(holder)}: torch.nn.ModuleList takes one list of modules")
+    return plain(holder.args[0] if holder.args else holder.kwargs.get("modules", []))
+
+
+def _text(value: Any) -> str:
+    """A value as the user wrote it (calls by their source text)."""
+    if isinstance(value, list):
+        text = "[" + ", ".join(_text(v) for v in value) + "]"
+    else:
+        text = (value.text or value.name) if isinstance(value, Call) else repr(plain(value))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _weights(values: list[object]) -> list[float]:

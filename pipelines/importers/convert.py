@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..catalog import CATALOG, Catalog
 from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, Preset, PresetError, load
 from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
-from .containers import GroupMode, group_mode
+from .containers import GroupMode, group_mode, transforms_of
 from .rules import Args, Context, Conversion, Refused, Rule, Verdict, fmt, number
 from .source import Call, Parsed
 from .table import rule_for
@@ -143,6 +143,7 @@ class Converter:
             return [root]
         try:
             args = rule.bind(root)
+            transforms = transforms_of(root, rule, args)
         except Refused as e:
             raise PresetError([f"{root.name} ({root.where}): {e.reason}"]) from e
         p = args.get("p")
@@ -152,7 +153,7 @@ class Converter:
             self.notes.append(f"Compose(p={fmt(p)}): the whole pipeline fires with "
                               f"probability {fmt(p)} in Albumentations; every step keeps its "
                               "own probability here")
-        return list(args["transforms"] or [])
+        return list(transforms)
 
     def _entry(self, e: Any, ctx: Context) -> Entry:
         """(the report item, its conversion, the steps it contributes)."""
@@ -185,9 +186,9 @@ class Converter:
     def _container(self, e: Call, rule: Rule, ctx: Context) -> Entry:
         try:
             args = rule.bind(e)
+            children = [c for c in transforms_of(e, rule, args) if isinstance(c, Call)]
         except Refused as r:
             return self._refused(e, rule, r), None, []
-        children = [c for c in (args.get("transforms") or []) if isinstance(c, Call)]
         if e.name in ("Compose", "Sequential") and e.library == "torchvision":
             return self._inline(children, ctx, "")
         try:  # RandomChoice's p are its weights: it fires always

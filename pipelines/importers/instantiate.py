@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .containers import transforms_of
+from .rules import Refused, Rule
 from .source import Call, Opaque, Symbol
 from .table import rule_for
 
@@ -24,9 +26,26 @@ def build(call: Call) -> Any:
     if call.library == "custom" or rule is None or call.name == "Lambda":
         raise NotBuilt(f"{call.name} is not constructed (custom code is never run)")
     cls = _class(call)
+    if rule.kind == "container":
+        return _container(call, rule, cls)
     args = [_value(a, call) for a in call.args]
     kwargs = {rule.aliases.get(k, k): _value(v, call) for k, v in call.kwargs.items()}
     return cls(*args, **kwargs)
+
+
+def _container(call: Call, rule: Rule, cls: Any) -> Any:
+    """A container with its transforms as a list, the form every container of both libraries
+    takes (torch.nn.Sequential(t1, t2) and a ModuleList argument are read as the importer
+    reads them)."""
+    try:
+        items = transforms_of(call, rule, rule.bind(call))
+    except Refused as e:
+        raise NotBuilt(e.reason) from e
+    rest = () if rule.varargs else call.args[1:]
+    kwargs = {rule.aliases.get(k, k): _value(v, call) for k, v in call.kwargs.items()
+              if k != "transforms"}
+    return cls([build(c) for c in items if isinstance(c, Call)],
+               *[_value(a, call) for a in rest], **kwargs)
 
 
 def build_pipeline(root: Any) -> tuple[Any, list[str]]:
@@ -38,7 +57,12 @@ def build_pipeline(root: Any) -> tuple[Any, list[str]]:
         return _compose(lib, children), left_out
     if root.name in ("Compose", "Sequential") and root.library in ("torchvision",
                                                                     "albumentations"):
-        items = root.kwargs.get("transforms", root.args[0] if root.args else [])
+        rule = rule_for(root.library, root.name)
+        try:
+            items = transforms_of(root, rule, rule.bind(root)) if rule else []
+        except Refused as e:
+            items = []
+            left_out.append(f"{root.name}: {e.reason}")
         children = _children(items, left_out)
         kw = {k: _value(v, root) for k, v in root.kwargs.items()
               if k in ("p",) and root.library == "albumentations"}

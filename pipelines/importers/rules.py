@@ -108,7 +108,10 @@ class Context:
     after Normalize they are standardised)."""
 
     library: str
-    scaled: bool = False
+    scaled: bool | None = None
+    """True: fractions of 1 (ToTensor, ToDtype(scale=True)); False: floats in grey levels
+    (torchvision's ToDtype(float32) leaves 0-255 unscaled by default); None: no conversion
+    seen (uint8 levels; a Normalize there is read as fractions, torchvision's usual form)."""
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
 
@@ -131,15 +134,23 @@ class Rule:
     kind: Kind = "transform"
     aliases: Mapping[str, str] = field(default_factory=dict)
     """Argument names of older releases and what they are called now."""
+    varargs: bool = False
+    """Every positional argument is one item of the first parameter (torch.nn.Sequential(t1,
+    t2, ...) takes its modules so)."""
+    module_lists: tuple[str, ...] = ()
+    """torch.nn containers the library also takes as a container's transforms argument
+    (torchvision's RandomApply iterates a ModuleList as it does a list)."""
 
     def bind(self, call: Call) -> Args:
         """The call's arguments by name, library defaults filled in, constants unwrapped."""
-        if len(call.args) > len(self.params):
+        args: Args = {}
+        if self.varargs and call.args:
+            args[self.params[0]] = list(call.args)
+        elif len(call.args) > len(self.params):
             raise Refused(f"{self.name} takes at most {len(self.params)} positional arguments; "
                           f"{len(call.args)} were given")
-        args: Args = {}
-        for name, value in zip(self.params, call.args, strict=False):
-            args[name] = value
+        else:
+            args.update(zip(self.params, call.args, strict=False))
         for name, value in call.kwargs.items():
             name = self.aliases.get(name, name)
             if name not in self.params:
@@ -292,6 +303,6 @@ def unsupported(library: str, name: str, params: tuple[str, ...], defaults: dict
 
 
 def container(library: str, name: str, params: tuple[str, ...], defaults: dict[str, Any],
-              what: str) -> Rule:
+              what: str, varargs: bool = False, module_lists: tuple[str, ...] = ()) -> Rule:
     return Rule(library, name, params, defaults, what, Verdict("conversion", reason=what),
-                kind="container")
+                kind="container", varargs=varargs, module_lists=module_lists)

@@ -1,6 +1,7 @@
 """torchvision geometry (flips, crops, resizes, rotations, warps) -> preset steps.
 
-Units: torchvision's degrees are counter-clockwise like DALI's; ColorJitter's hue is a fraction
+Units: RandomRotation's degrees are counter-clockwise like DALI's (RandomAffine's turn
+clockwise: :mod:`.torchvision_warps`); ColorJitter's hue is a fraction
 of a turn (x360 for DALI's degrees); fills are grey levels 0-255 on uint8 images (after
 ToTensor they are fractions of 1, after Normalize standardised values: converted back).
 """
@@ -57,13 +58,29 @@ def _size(value: Any, what: str = "size") -> tuple[int, int]:
 
 
 def _fill_level(value: Any, ctx: Context, what: str = "fill") -> float:
-    """A fill written in the units of this point of the pipeline, as a grey level."""
-    v = single_fill(value, what)
-    if ctx.mean is not None and ctx.std is not None:
-        mean = sum(ctx.mean) / len(ctx.mean)
-        std = sum(ctx.std) / len(ctx.std)
-        return round((v * std + mean) * 255, 3)
-    return round(v * 255, 3) if ctx.scaled else v
+    """A fill written in the units of this point of the pipeline, as one grey level. After
+    Normalize a value v stands for the level (v * std + mean) * 255 of each channel: levels that
+    differ per channel are refused, as :func:`single_fill` refuses a per-channel fill, rather
+    than averaged (the catalog's fill is one grey level)."""
+    if ctx.mean is None or ctx.std is None:
+        v = single_fill(value, what)
+        return round(v * 255, 3) if ctx.scaled else v
+    values = [0.0] if value is None else [number(v, what) for v in sequence(value)]
+    n = max(len(values), len(ctx.mean), len(ctx.std))
+    if any(len(x) not in (1, n) for x in (values, ctx.mean, ctx.std)):
+        raise Refused(f"{what}={value!r} has {len(values)} values after Normalize of {n} "
+                      "channels; expected 1 or one per channel")
+    mean, std = (list(x) * (n // len(x)) for x in (ctx.mean, ctx.std))
+    levels = [(v * s + m) * 255 for v, s, m in zip(values * (n // len(values)), std, mean,
+                                                   strict=True)]
+    if max(levels) - min(levels) > 1e-3:
+        grey = round(sum(levels) / n)
+        same = [round((grey / 255 - m) / s, 6) for m, s in zip(mean, std, strict=True)]
+        raise Refused(f"{what}={value!r} after Normalize is grey levels "
+                      f"{[round(x, 3) for x in levels]} per channel; the catalog's fill is one "
+                      "grey level", nearest=f"{what}={same} (grey {grey} in every channel), "
+                      "or this transform before Normalize")
+    return round(sum(levels) / n, 3)
 
 
 def _p(args: Args) -> float:

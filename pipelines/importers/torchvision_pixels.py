@@ -38,6 +38,7 @@ from .rules import (
     lit,
     number,
     pair,
+    sequence,
     span_of,
     step,
     symmetric,
@@ -115,12 +116,10 @@ def color_twist_reverse(prefix: str, name: str) -> Any:
                     args.append(f"hue=({fmt(r[0] / 360)}, {fmt(r[1] / 360)})")
             elif r != (1.0, 1.0):
                 args.append(f"{k}=({fmt(r[0])}, {fmt(r[1])})")
-        p = s.get("probability", 1.0)
         if prefix == "A":
-            args.append(f"p={fmt(p)}")
+            args.append(f"p={fmt(s.get('probability', 1.0))}")
             return f"A.{name}({', '.join(args)})"
-        code = f"v2.{name}({', '.join(args)})"
-        return code if p >= 1 else f"v2.RandomApply([{code}], p={fmt(p)})"
+        return f"v2.{name}({', '.join(args)})"  # no p: reverse.step_code adds RandomApply
 
     return reverse
 
@@ -270,10 +269,17 @@ def _plain_aug(name: str, op: str, fn: str, verdict: Verdict) -> Rule:
 
 
 def _normalize_convert(a: Args, c: Context) -> Conversion:
-    mean = [number(v, "mean") for v in a["mean"]]
-    std = [number(v, "std") for v in a["std"]]
+    """The tail's mean/std are fractions of 255; after an unscaled ToDtype(float32) the
+    values, and so Normalize's mean/std, are grey levels (200 -> (200 - 0.5) / 0.5)."""
+    mean = [number(v, "mean") for v in sequence(a["mean"])]
+    std = [number(v, "std") for v in sequence(a["std"])]
+    conv = Conversion()
+    if c.scaled is False:
+        mean, std = [m / 255 for m in mean], [s / 255 for s in std]
+        conv.notes.append("after an unscaled ToDtype: mean and std are grey levels (0-255)")
     c.mean, c.std = tuple(mean), tuple(std)
-    return Conversion(tail={"mean": mean, "std": std})
+    conv.tail = {"mean": mean, "std": std}
+    return conv
 
 
 def _normalize_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
@@ -357,7 +363,8 @@ RULES = [
     _plain_aug("RandomInvert", "auto_aug.invert", "invert", IDENTICAL),
     Rule(LIB, "Normalize", ("mean", "std", "inplace"),
          {"mean": REQUIRED, "std": REQUIRED, "inplace": False},
-         "output tail mean/std (fractions of 255, as after ToTensor)",
+         "output tail mean/std (fractions of 255, as after ToTensor; grey levels after an "
+         "unscaled ToDtype(float32))",
          Verdict("equivalent", 0.01, reason="float rounding"),
          convert=_normalize_convert, fixed=_normalize_fixed),
 ]

@@ -100,6 +100,9 @@ def _to_dtype_convert(a: Args, c: Context) -> Conversion:
 
 
 _FLOAT = "float32 CHW scaled to [0, 1] (mean 0, std 1)"
+_MODULE_LISTS = ("ModuleList", "Sequential")
+"""What RandomApply (v1 and v2) and v1's Compose also iterate as their transforms (v2 takes
+Sequential in neither; RandomChoice and RandomOrder take only a sequence)."""
 RULES = (torchvision_geometry.RULES + torchvision_warps.RULES
          + torchvision_pixels.RULES) + [
     Rule(LIB, "RandAugment", ("num_ops", "magnitude", "num_magnitude_bins", "interpolation",
@@ -170,12 +173,13 @@ RULES = (torchvision_geometry.RULES + torchvision_warps.RULES
                  "hue": (-0.05, 0.05), "p": 0.5},
                 "each part fires with its own coin and channels are permuted",
                 "color_twist with the same ranges"),
-    container(LIB, "Compose", ("transforms",), {"transforms": REQUIRED}, "the chain, in order"),
+    container(LIB, "Compose", ("transforms",), {"transforms": REQUIRED}, "the chain, in order",
+              module_lists=_MODULE_LISTS),
     container(LIB, "Sequential", ("transforms",), {"transforms": REQUIRED},
-              "the chain, in order (torch.nn.Sequential)"),
+              "the chain, in order (torch.nn.Sequential(t1, t2, ...))", varargs=True),
     container(LIB, "RandomApply", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
               "probability p on the step (several transforms: a one_of group applying them "
-              "all, in order, on one coin)"),
+              "all, in order, on one coin)", module_lists=_MODULE_LISTS),
     container(LIB, "RandomChoice", ("transforms", "p"), {"transforms": REQUIRED, "p": None},
               "a one_of group that applies one of them per sample (weights p)"),
     unsupported(LIB, "RandomOrder", ("transforms",), {"transforms": REQUIRED},

@@ -19,14 +19,15 @@ from dali_gallery.pipelines.importers import import_pipeline
 from dali_gallery.pipelines.importers.instantiate import build_pipeline
 from dali_gallery.pipelines.importers.reference import to_hwc, to_tensor
 from dali_gallery.pipelines.importers.reverse import to_library_code
-from dali_gallery.pipelines.preset import Group, load
+from dali_gallery.pipelines.preset import Group, PresetError, load
 from tests.support import preset_dict
 
 IMG = np.random.default_rng(3).integers(0, 256, (6, 5, 3), dtype=np.uint8)
 OUTCOMES = {"none": IMG, "h": IMG[:, ::-1], "v": IMG[::-1], "hv": IMG[::-1, ::-1]}
 N = 2048
 ALB = "import albumentations as A\nA.Compose([{}])"
-TV = "from torchvision.transforms import v2\nv2.Compose([{}])"
+TV = ("import torch\nimport torchvision.transforms as T\nfrom torchvision.transforms import v2\n"
+      "v2.Compose([{}])")
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +89,52 @@ def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
               "p=[1, 3])"),
     TV.format("v2.RandomApply([v2.RandomHorizontalFlip(p=1), v2.RandomVerticalFlip(p=0.5)], "
               "p=0.4)"),
-], ids=["OneOf", "SomeOf", "Sequential", "OneOf-of-Sequential", "RandomChoice", "RandomApply"])
+    # scriptable code hands RandomApply its transforms as a torch.nn.ModuleList
+    TV.format("v2.RandomApply(torch.nn.ModuleList([v2.RandomHorizontalFlip(p=1), "
+              "v2.RandomVerticalFlip(p=0.5)]), p=0.4)"),
+    # v1's RandomApply iterates a torch.nn.Sequential as well
+    TV.format("T.RandomApply(torch.nn.Sequential(T.RandomHorizontalFlip(p=1), "
+              "T.RandomVerticalFlip(p=0.5)), p=0.4)"),
+], ids=["OneOf", "SomeOf", "Sequential", "OneOf-of-Sequential", "RandomChoice", "RandomApply",
+        "RandomApply-ModuleList", "RandomApply-nn.Sequential"])
 def test_an_imported_container_draws_what_the_library_draws(engine, source):
     importlib.import_module("albumentations" if source.startswith("import alb") else "torchvision")
     group = import_pipeline(source).preset.steps[0]
     assert isinstance(group, Group)
     assert_same_distribution(engine, source)
+
+
+def test_torch_nn_sequential_takes_its_transforms_as_separate_arguments(engine):
+    """torch.nn.Sequential(t1, t2, ...), the scriptable form of torchvision's docs, is the
+    chain in order; a list inside is refused as torch refuses it (not a module)."""
+    source = ("import torch\nfrom torchvision.transforms import v2\ntransforms = "
+              "torch.nn.Sequential(v2.RandomHorizontalFlip(p=0.3), v2.RandomVerticalFlip(p=0.6))")
+    result = import_pipeline(source)
+    assert [(s.op, s.probability) for s in result.preset.steps] == [("flip", 0.3), ("flip", 0.6)]
+    assert_same_distribution(engine, source)
+    with pytest.raises(PresetError, match=r"Sequential \(line 3\): torch.nn.Sequential\(\[v2\..*"
+                       r"holds a list.*write the transforms as separate arguments"):
+        import_pipeline(source.replace("Sequential(", "Sequential([").replace("))", ")])"))
+
+
+@pytest.mark.parametrize(("inner", "needle"), [
+    ("v2.RandomApply(v2.RandomHorizontalFlip(), p=0.3)",
+     "RandomApply(transforms=v2.RandomHorizontalFlip()): expected a list of transforms or "
+     "torch.nn.ModuleList(...) or torch.nn.Sequential(...)"),
+    ("v2.RandomApply('flip')", "RandomApply(transforms='flip'): expected a list"),
+    ("v2.RandomChoice(torch.nn.ModuleList([v2.RandomHorizontalFlip()]))",
+     "RandomChoice(transforms=torch.nn.ModuleList([v2.RandomHorizontalFlip()])): expected a "
+     "list of transforms"),
+    ("v2.RandomApply(torch.nn.ModuleList([v2.RandomHorizontalFlip()], 2))",
+     "torch.nn.ModuleList takes one list of modules"),
+])
+def test_transforms_that_are_no_list_are_refused_and_the_rest_imports(inner, needle):
+    """Never a traceback: the container is listed as not imported, with its line."""
+    result = import_pipeline(TV.format(inner + ", v2.RandomVerticalFlip()"))
+    refused, flip = result.transforms
+    assert refused.status == "not imported" and refused.call.line == 4
+    assert needle in refused.verdict.reason, refused.verdict.reason
+    assert flip.status == "imported" and [s.op for s in result.preset.steps] == ["flip"]
 
 
 def test_a_one_pick_group_without_one_transform_keeps_every_other_rate(engine):

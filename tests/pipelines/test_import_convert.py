@@ -106,6 +106,64 @@ def test_units_are_converted_to_the_catalogs():
     assert hsv.preset.steps[0].to_dict()["params"]["hue"] == {"uniform": [-20.0, 20.0]}
 
 
+def test_random_affine_turns_clockwise_so_dalis_angle_is_its_negative():
+    """torchvision's F.affine (RandomAffine, v1 and v2) turns clockwise for a positive angle,
+    RandomRotation counter-clockwise as DALI's rotate does (numbers: test_import_parity)."""
+    result = import_pipeline(
+        "import torchvision.transforms as T\nfrom torchvision.transforms import v2\n"
+        "T.Compose([v2.RandomAffine(degrees=(5, 25)), T.RandomAffine(15),"
+        " v2.RandomAffine((30, 30), shear=10), v2.RandomRotation((5, 25))])")
+    angles = [p["angle"] for op, _, p in steps_of(result) if op == "rotate"]
+    assert angles == [{"uniform": [-25.0, -5.0]}, {"uniform": [-15.0, 15.0]}, -30.0,
+                      {"uniform": [5.0, 25.0]}]
+    shear = steps_of(result)[3][2]["shear_x"]["uniform"]  # shear keeps its sign
+    assert shear == pytest.approx([-np.tan(np.radians(10)), np.tan(np.radians(10))])
+
+
+@pytest.mark.parametrize(("args", "interp", "verdict"), [
+    ("degrees=10", "nn", "equivalent within 0 levels on 99.9%"),
+    ("degrees=0, shear=10", "nn", "equivalent within 0 levels on 99.9%"),
+    ("degrees=10, interpolation=v2.InterpolationMode.BILINEAR", "linear",
+     "equivalent within 8 levels on 99%"),
+    ("degrees=0, scale=(0.9, 1.1)", "nn", "different semantics: nearest neighbour with a zoom"),
+    ("degrees=0, scale=(0.9, 1.1), interpolation=v2.InterpolationMode.BILINEAR", "linear",
+     "equivalent within 8 levels on 99%"),
+])
+def test_random_affine_keeps_its_interpolation_and_claims_that_ones_bound(args, interp,
+                                                                        verdict):
+    """RandomAffine's default is NEAREST: imported as nn, with the nearest bound (the parity
+    report checks both bounds; a zoom in nearest shifts whole rows, so it is different)."""
+    result = import_pipeline(f"from torchvision.transforms import v2\n"
+                             f"v2.Compose([v2.RandomAffine({args})])")
+    (item,) = result.transforms
+    assert {p["interp_type"] for _, _, p in steps_of(result)} == {interp}
+    assert item.verdict.line().startswith(verdict)
+
+
+NORMALIZE_UNSCALED = """
+import torch
+from torchvision.transforms import v2
+t = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32), v2.Normalize({}, {}){}])
+"""
+
+
+@pytest.mark.parametrize(("mean", "std"), [([0.5] * 3, [0.5] * 3),
+                                           ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375])])
+def test_normalize_after_an_unscaled_to_dtype_takes_grey_levels(mean, std):
+    """ToDtype(float32) keeps 0-255 (scale=False by default): Normalize's mean and std are
+    grey levels there, so pixel 200 becomes (200 - 0.5) / 0.5 = 399 (numbers against
+    torchvision: test_import_parity)."""
+    result = import_pipeline(NORMALIZE_UNSCALED.format(mean, std, ""))
+    out = result.preset.output
+    assert out.mean == pytest.approx([m / 255 for m in mean])
+    assert out.std == pytest.approx([s / 255 for s in std])
+    pixel = (200 - np.multiply(out.mean, 255)) / np.multiply(out.std, 255)
+    assert pixel == pytest.approx([(200 - m) / s for m, s in zip(mean, std, strict=True)])
+    scaled = import_pipeline(NORMALIZE_UNSCALED.format(mean, std, "").replace(
+        "ToDtype(torch.float32)", "ToDtype(torch.float32, scale=True)")).preset.output
+    assert (scaled.mean, scaled.std) == (tuple(mean), tuple(std))
+
+
 def test_containers_become_probabilities_and_groups():
     simclr = import_pipeline(TV_SIMCLR)
     ops = steps_of(simclr)
@@ -177,6 +235,9 @@ def test_normalize_before_erasing_moves_to_the_tail_and_the_fill_follows():
         "0.5], [0.25, 0.25, 0.25]), T.RandomErasing(p=1, value=0)])")
     erase = result.preset.steps[0]
     assert erase.op == "erase" and erase.params["fill_value"] == pytest.approx(127.5)
+    unscaled = import_pipeline(NORMALIZE_UNSCALED.format([127.5] * 3, [127.5] * 3,
+                                                         ", v2.RandomErasing(p=1, value=-1)"))
+    assert unscaled.preset.steps[0].params["fill_value"] == pytest.approx(0)
     kaggle = import_pipeline(ALB_KAGGLE)
     assert kaggle.preset.output.layout == "CHW"
     holes = [s for s in kaggle.preset.steps if s.op == "erase"]
@@ -195,3 +256,23 @@ def test_saved_and_pasted_albumentations_pipelines_import_alike():
 
     saved = import_pipeline(json.dumps(saved_json)).preset
     assert [s.to_dict() for s in saved.steps] == [s.to_dict() for s in pasted.steps]
+
+
+def test_a_fill_after_normalize_that_differs_per_channel_is_refused_not_averaged():
+    """Normalize with a per-channel mean makes value 0 a different grey level in each channel
+    (123.675, 116.28, 103.53 for ImageNet's); the catalog's fill is one level, so it is refused
+    as single_fill refuses a per-channel fill, with the per-channel value that gives one level
+    (numbers against torchvision: test_import_parity)."""
+    source = ("import torchvision.transforms as T\nT.Compose([T.ToTensor(), T.Normalize(["
+              "0.485, 0.456, 0.406], [0.229, 0.224, 0.225]), T.RandomErasing(p=1{}),"
+              " T.RandomHorizontalFlip()])")
+    result = import_pipeline(source.format(""))
+    erasing, flip = result.transforms[2:]
+    assert erasing.status == "not imported" and flip.status == "imported"
+    assert "value=0.0 after Normalize is grey levels [123.675, 116.28, 103.53] per channel" \
+        in erasing.verdict.reason
+    assert erasing.nearest.startswith("value=[-0.165682, -0.039916, 0.182484] (grey 114 in")
+    nearest = import_pipeline(source.format(", value=[-0.165682, -0.039916, 0.182484]"))
+    assert nearest.preset.steps[0].params["fill_value"] == pytest.approx(114, abs=1e-3)
+    rotate = import_pipeline(source.replace("T.RandomErasing(p=1{})", "T.RandomRotation(10)"))
+    assert "fill=0 after Normalize is grey levels" in rotate.transforms[2].verdict.reason

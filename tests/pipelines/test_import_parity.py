@@ -15,6 +15,7 @@ import pytest
 
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.importers import import_pipeline
+from dali_gallery.pipelines.importers.instantiate import build_pipeline
 from dali_gallery.pipelines.importers.parity import parity_report
 from dali_gallery.pipelines.importers.table import all_rules
 from tests.pipelines.import_examples import (
@@ -96,6 +97,91 @@ def test_a_claim_that_does_not_hold_is_reported_as_such(engine):
     result.transforms[0].verdict = replace(IDENTICAL)
     report = parity_report(result, engine.images[:2], engines={"cpu": engine}, timing=False)
     assert report.comparisons[0].holds is False and not report.all_hold
+
+
+def _centroid(img: np.ndarray) -> tuple[float, float]:
+    ys, xs = np.nonzero(img[..., 0] > 127)
+    return float(xs.mean()), float(ys.mean())
+
+
+@pytest.mark.parametrize("module", ["torchvision.transforms", "torchvision.transforms.v2"])
+def test_random_affine_turns_the_way_torchvision_does(module):
+    """A bar pointing right from the centre, turned by RandomAffine(degrees=(30, 30)): torchvision
+    turns it clockwise (down, y grows); the imported rotate must put it in the same place."""
+    import torch
+
+    bar = np.zeros((101, 101, 3), np.uint8)
+    bar[50, 60:100] = 255
+    tv = importlib.import_module(module)
+    theirs = tv.RandomAffine(degrees=(30, 30))(torch.from_numpy(bar).permute(2, 0, 1))
+    result = import_pipeline(f"import {module} as T\nT.Compose([T.RandomAffine(degrees=(30, "
+                             "30))])")
+    eng = PreviewEngine("cpu", num_threads=1)
+    try:
+        eng.set_arrays([bar])
+        ours = eng.render(result.preset).images[0]
+    finally:
+        eng.close()
+    (x, y), (tx, ty) = _centroid(ours), _centroid(theirs.permute(1, 2, 0).numpy())
+    assert ty > 50 + 10 and abs(x - tx) < 1 and abs(y - ty) < 1
+
+
+@pytest.mark.slow
+def test_random_affine_claims_hold_for_rotations_and_each_interpolation(engine):
+    """The fixed case runs torchvision's own RandomAffine with the strongest draw, so a wrong
+    sign or a wrong interpolation bound is caught."""
+    comparisons = check_claims(
+        "import torchvision.transforms as T\nfrom torchvision.transforms import v2\n"
+        "T.Compose([v2.RandomAffine(degrees=15), T.RandomAffine(degrees=(30, 30)),"
+        " v2.RandomAffine((5, 25), interpolation=v2.InterpolationMode.BILINEAR),"
+        " v2.RandomAffine(0, shear=(8, 12)), v2.RandomAffine(0, scale=(0.9, 1.1),"
+        " interpolation=v2.InterpolationMode.BILINEAR), v2.RandomAffine(0, scale=(0.9, 1.1))])",
+        engine)
+    assert [c.holds for c in comparisons] == [True] * 5 + [None]
+    assert [c.item.verdict.levels for c in comparisons[:5]] == [0, 0, 8, 0, 8]
+    assert comparisons[0].label.startswith("angle 15,") and comparisons[0].max_diff > 0
+
+
+@pytest.mark.parametrize(("mean", "std"), [([0.5] * 3, [0.5] * 3),
+                                           ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375])])
+def test_normalize_after_an_unscaled_to_dtype_gives_torchvisions_values(engine, mean, std):
+    """ToImage, ToDtype(float32) (unscaled) and Normalize, run by torchvision and by DALI's
+    output tail on the same image: the same floats (pixel 200 -> 399 for mean = std = 0.5)."""
+    import torch
+
+    source = ("import torch\nfrom torchvision.transforms import v2\nv2.Compose([v2.ToImage(), "
+              f"v2.ToDtype(torch.float32), v2.Normalize({mean}, {std})])")
+    result = import_pipeline(source)
+    theirs, left_out = build_pipeline(result.parsed.root)
+    assert left_out == []
+    img = engine.images[0]
+    expected = theirs(torch.from_numpy(img).permute(2, 0, 1).contiguous()).numpy()
+    ours = engine.render(result.preset, images=[0], tail=True).images[0]
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-4)
+    if mean == [0.5] * 3:
+        assert expected[img.transpose(2, 0, 1) == 200] == pytest.approx(399)
+
+
+def test_the_fill_suggested_after_normalize_is_one_grey_level_in_torchvision():
+    """The nearest of a refused per-channel fill, run by torchvision: the erased box comes out
+    grey 114 in every channel once the normalisation is undone."""
+    import torch
+
+    result = import_pipeline(
+        "import torchvision.transforms as T\nT.Compose([T.ToTensor(), T.Normalize([0.485, "
+        "0.456, 0.406], [0.229, 0.224, 0.225]), T.RandomErasing(p=1)])")
+    value = result.transforms[-1].nearest.split(" (")[0].removeprefix("value=")
+    theirs, _ = build_pipeline(import_pipeline(
+        "import torchvision.transforms as T\nT.Compose([T.ToTensor(), T.Normalize([0.485, "
+        f"0.456, 0.406], [0.229, 0.224, 0.225]), T.RandomErasing(p=1, value={value})])"
+    ).parsed.root)
+    torch.manual_seed(0)
+    out = theirs(np.zeros((32, 32, 3), np.uint8)).numpy()
+    grey = (out * np.array([0.229, 0.224, 0.225])[:, None, None]
+            + np.array([0.485, 0.456, 0.406])[:, None, None]) * 255
+    erased = grey[:, grey[0] > 1]
+    assert erased.size and np.abs(erased - 114).max() < 0.01
 
 
 def _plain(value):

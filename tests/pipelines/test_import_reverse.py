@@ -23,9 +23,9 @@ TV_STEPS = [
     {"op": "flip", "probability": 0.25, "params": {"horizontal": False, "vertical": True}},
     {"op": "rotate", "params": {"angle": {"uniform": [-20, 20]}, "keep_size": True,
                                 "fill_value": 0, "interp_type": "linear"}},
-    {"op": "color_twist", "params": {"brightness": {"uniform": [0.7, 1.3]},
-                                     "contrast": 1.0, "saturation": {"uniform": [0.6, 1.4]},
-                                     "hue": {"uniform": [-18, 18]}}},
+    {"op": "color_twist", "probability": 0.8,
+     "params": {"brightness": {"uniform": [0.7, 1.3]}, "contrast": 1.0,
+                "saturation": {"uniform": [0.6, 1.4]}, "hue": {"uniform": [-18, 18]}}},
     {"op": "gaussian_blur", "params": {"sigma": {"uniform": [0.1, 2.0]}}},
     {"op": "auto_aug.solarize", "probability": 0.5, "params": {"magnitude_bin": 7}},
     {"op": "auto_aug.posterize", "probability": 0.5, "params": {"magnitude_bin": 15}},
@@ -106,3 +106,35 @@ def test_steps_without_an_equivalent_stay_as_comments():
     assert "1 step(s) have no torchvision equivalent" in code
     with pytest.raises(ValueError, match="library 'keras' is not allowed"):
         to_library_code(preset, "keras")
+
+
+def test_a_colour_jitter_with_a_probability_is_one_random_apply():
+    """SimCLR's RandomApply([ColorJitter(...)], p=0.8) is written back with one RandomApply,
+    and imports back with p=0.8 (not 0.8 x 0.8)."""
+    from tests.pipelines.import_examples import TV_SIMCLR
+
+    code = to_library_code(import_pipeline(TV_SIMCLR).preset, "torchvision")
+    (line,) = [x for x in code.splitlines() if "ColorJitter" in x]
+    assert line.strip().startswith("v2.RandomApply([v2.ColorJitter(") and \
+        line.count("RandomApply") == 1 and line.strip().endswith("], p=0.8),")
+    run_code(code)
+    back = [s for s in import_pipeline(code).preset.steps if s.op == "color_twist"]
+    assert [s.probability for s in back] == [0.8]
+
+
+def test_a_rotation_imported_from_random_affine_is_written_back_turning_the_same_way():
+    """RandomAffine turns clockwise: its imported rotate (DALI's angle, counter-clockwise) is
+    written as RandomRotation with the negated range, which torchvision turns exactly as the
+    original, and which imports back to the same step."""
+    import torch
+    from torchvision.transforms import v2
+
+    for degrees, written in (("(5, 25)", "(-25, -5)"), ("(30, 30)", "(-30, -30)")):
+        preset = import_pipeline("from torchvision.transforms import v2\nv2.Compose(["
+                                 f"v2.RandomAffine(degrees={degrees})])").preset
+        code = to_library_code(preset, "torchvision")
+        assert f"v2.RandomRotation({written}, interpolation=v2.InterpolationMode.NEAREST" in code
+        back = import_pipeline(code).preset
+        assert [s.to_dict() for s in back.steps] == [s.to_dict() for s in preset.steps]
+    img = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (3, 40, 50), np.uint8))
+    assert torch.equal(run_code(code)(img), v2.RandomAffine(degrees=(30, 30))(img))
