@@ -279,9 +279,12 @@ def load_coco(path: str | Path, images_dir: str | Path) -> Annotations:
     return _annotations(check_document(doc, origin, listed_files(images_dir, names)), "coco")
 
 
-def load_yolo(images_dir: str | Path, names: Sequence[str] | None = None) -> Annotations:
-    """The labels of a YOLO folder (see :mod:`.annotations_yolo`), as COCO ids and boxes."""
-    doc, problems, where = yolo_document(Path(images_dir), names)
+def load_yolo(images_dir: str | Path, names: Sequence[str] | None = None,
+              confine: str | Path | None = None) -> Annotations:
+    """The labels of a YOLO folder (see :mod:`.annotations_yolo`), as COCO ids and boxes;
+    nothing outside ``confine`` is read (the served app's allowed root)."""
+    doc, problems, where = yolo_document(Path(images_dir), names,
+                                         Path(confine) if confine is not None else None)
     checked = check_document(doc, "YOLO labels", None, where)
     checked.problems[:0] = problems
     return _annotations(checked, "yolo")

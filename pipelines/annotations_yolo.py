@@ -73,6 +73,14 @@ def _text(path: Path, shown: str, limit: int = MAX_LABEL_BYTES) -> str:
         raise AnnotationError(f"{shown}: not UTF-8 text.") from None
 
 
+def _within(path: Path, root: Path | None) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to ``root`` or inside it (None: any)."""
+    if root is None:
+        return True
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 @dataclass(frozen=True)
 class YoloLayout:
     """Where the labels and names of an images folder may lie, and nowhere else.
@@ -87,12 +95,14 @@ class YoloLayout:
     labels: Path | None
 
     @classmethod
-    def of(cls, folder: Path) -> YoloLayout:
+    def of(cls, folder: Path, confine: Path | None = None) -> YoloLayout:
+        """``confine``: a root the dataset root must resolve inside (the served app's
+        allowed root); the split layout is not used when its root lies above it."""
         parts = Path(os.path.abspath(folder)).parts
         if "images" in parts:
             k = len(parts) - 1 - parts[::-1].index("images")
             labels = Path(*parts[:k], "labels", *parts[k + 1:])
-            if labels.is_dir():
+            if labels.is_dir() and _within(Path(*parts[:k]), confine):
                 return cls(Path(*parts), Path(*parts[:k]), labels)
         return cls(Path(*parts), Path(*parts), None)
 
@@ -278,14 +288,15 @@ def _image_size(path: Path) -> tuple[int, int] | str:
     return data_size.width, data_size.height
 
 
-def yolo_document(folder: Path,
-                  names: Sequence[str] | None) -> tuple[dict, list[AnnotationProblem],
+def yolo_document(folder: Path, names: Sequence[str] | None,
+                  confine: Path | None = None) -> tuple[dict, list[AnnotationProblem],
                                                         dict[int, str]]:
-    """(COCO document, problems, each annotation's ``file line N`` for messages)."""
+    """(COCO document, problems, each annotation's ``file line N`` for messages);
+    ``confine``: nothing is read outside it (the served app's allowed root)."""
     if not folder.is_dir():
         raise AnnotationError(f"{readable(folder.name) or str(folder)}: not a folder; a YOLO "
                               "dataset is a folder of images with one .txt of labels each.")
-    layout = YoloLayout.of(folder)
+    layout = YoloLayout.of(folder, confine)
     with os.scandir(folder) as it:
         files = sorted((e.name for e in it if matches(e.name, SUPPORTED_EXTENSIONS)
                         and e.is_file()), key=byte_key)

@@ -385,23 +385,8 @@ def listed_files(images_dir, names):
     return found & set(names)
 
 
-EMBEDDED = (
-    is_int,
-    is_number,
-    numbers,
-    safe_name,
-    check_categories,
-    image_problem,
-    check_images,
-    box_problem,
-    clipped_box,
-    rle_counts,
-    rle_problem,
-    segmentation_problem,
-    keypoints_problem,
-    annotation_problem,
-    clean_annotation,
-    check_entries,
-    listed_files,
-)
+EMBEDDED = (is_int, is_number, numbers, safe_name, check_categories, image_problem,
+            check_images, box_problem, clipped_box, rle_counts, rle_problem,
+            segmentation_problem, keypoints_problem, annotation_problem, clean_annotation,
+            check_entries, listed_files)
 """The functions the exported module with labels carries verbatim, in this order."""

@@ -209,9 +209,10 @@ def from_path(path: str | Path, images_dir: str | Path) -> LabelSource:
     return LabelSource(load_coco(path, images_dir), readable(path.name), Path(images_dir))
 
 
-def from_yolo(images_dir: str | Path, names: Sequence[str] | None = None) -> LabelSource:
-    """The YOLO labels of ``images_dir`` (one .txt per image)."""
-    return LabelSource(load_yolo(images_dir, names), "YOLO labels", Path(images_dir))
+def from_yolo(images_dir: str | Path, names: Sequence[str] | None = None,
+              confine: str | Path | None = None) -> LabelSource:
+    """The YOLO labels of ``images_dir`` (one .txt per image), read inside ``confine``."""
+    return LabelSource(load_yolo(images_dir, names, confine), "YOLO labels", Path(images_dir))
 
 
 def from_upload(data: bytes, name: str, available: Sequence[str],

@@ -21,6 +21,7 @@ from typing import Any
 import ipywidgets as w
 
 from dali_gallery.pipelines.annotations import AnnotationError, AnnotationProblem
+from dali_gallery.pipelines.annotations_yolo import YoloLayout
 from dali_gallery.pipelines.image_files import readable
 from dali_gallery.pipelines.label_code import LabelSet
 
@@ -164,7 +165,8 @@ class LabelsPanel:
                 raise AnnotationError("annotations are matched to the images of a folder; load "
                                       "the images from a folder first (uploaded images take an "
                                       "uploaded .json)")
-            labels = from_yolo(folder) if annotations == YOLO else from_path(annotations, folder)
+            labels = (from_yolo(folder, confine=self._root()) if annotations == YOLO
+                      else from_path(annotations, folder))
         except (AnnotationError, OSError) as e:
             self._failed(str(e))
             raise AnnotationError(str(e)) from None
@@ -281,11 +283,15 @@ class LabelsPanel:
             return parents.pop() if len(parents) == 1 else None
         return None
 
-    def _inside(self, path: Path) -> Path:
-        """``path`` when it resolves inside the root the images passed (the allowed root;
-        for the bundled samples of a served app, their own folder), symlinks followed."""
+    def _root(self) -> Path | None:
+        """The root the images passed: the allowed root; for the bundled samples of a served
+        app, their own folder (None: any folder)."""
         src = self._source()
-        allowed = src.root if src is not None and src.root is not None else self.allowed_root
+        return src.root if src is not None and src.root is not None else self.allowed_root
+
+    def _inside(self, path: Path) -> Path:
+        """``path`` when it resolves inside :meth:`_root`, symlinks followed."""
+        allowed = self._root()
         if allowed is not None:
             real, root = os.path.realpath(path), os.path.realpath(allowed)
             if not real.startswith(root.rstrip(os.sep) + os.sep):
@@ -294,7 +300,8 @@ class LabelsPanel:
         return path
 
     def _offer(self, folder: Path | None) -> None:
-        """The .json files of the images folder, and its YOLO labels when it has .txt files."""
+        """The .json files of the images folder, and its YOLO labels when it has .txt files
+        or a labels/ folder in Ultralytics' split layout (inside the allowed root)."""
         options: list[tuple[str, str]] = []
         if folder is not None:
             try:
@@ -307,7 +314,8 @@ class LabelsPanel:
             jsons = [n for n in entries if n.lower().endswith(".json")]
             jsons.sort(key=lambda n: not any(k in n.lower() for k in LIKELY))  # stable
             options = [(readable(n), n) for n in jsons[:MAX_FOUND]]
-            if any(n.lower().endswith(".txt") for n in entries):
+            split = YoloLayout.of(folder, self._root()).labels is not None  # images/ -> labels/
+            if split or any(n.lower().endswith(".txt") for n in entries):
                 options.append((YOLO_CHOICE, YOLO))
         self.found.options = options
         self.found.disabled = self.found_load.disabled = not options

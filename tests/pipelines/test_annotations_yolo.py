@@ -224,6 +224,21 @@ def test_the_ultralytics_split_layout_and_its_data_yaml(tmp_path):
         "x.jpg: labels/train/x.txt line 2: class 7 is not one of the 2 class names (0 to 1)"]
 
 
+def test_the_split_layout_stays_inside_the_allowed_root(tmp_path):
+    """A served app whose allowed root is the images folder itself: its labels/ and
+    data.yaml above it are outside, so they are not read (a folder without labels)."""
+    ds = tmp_path / "ds"
+    folder = ds / "images" / "train"
+    _folder(folder, {}, {"x.jpg": (30, 20)})
+    (ds / "labels" / "train").mkdir(parents=True)
+    _folder(ds / "labels" / "train", {"x.txt": "0 0.5 0.5 0.5 0.5\n"}, {})
+    (ds / "data.yaml").write_text("names:\n- person\n")
+    assert load_yolo(folder, confine=ds).images[0].classes.tolist() == [1]
+    confined = load_yolo(folder, confine=folder)
+    assert confined.images[0].boxes.shape == (0, 4) and not confined.categories
+    assert confined.problems[0].reason.startswith("none of its 1 images has a label file")
+
+
 @pytest.mark.parametrize("split", [True, False])
 def test_a_folder_none_of_whose_images_has_labels_says_so(tmp_path, split):
     folder = tmp_path / "ds" / "images" / "train"

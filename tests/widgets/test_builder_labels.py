@@ -16,6 +16,8 @@ from PIL import Image
 from dali_gallery.widgets import Builder
 from dali_gallery.widgets.encode import encode
 from dali_gallery.widgets.label_overlay import category_colour
+from dali_gallery.widgets.label_source import YOLO
+from dali_gallery.widgets.labels_panel import YOLO_CHOICE
 from dali_gallery.widgets.render import DISPLAY_MAX
 from tests.gallery.test_app import widget_texts
 from tests.widgets.conftest import make_builder
@@ -210,3 +212,28 @@ def test_the_export_reads_the_annotations_and_drops_boxes_as_the_preview_does(bu
         _ = builder.code
     builder.labels.clear()
     assert "fn.readers.file(" in builder.code  # no annotations: the images-only module
+
+
+def test_yolo_labels_in_the_split_layout_are_offered_inside_the_allowed_root(tmp_path):
+    """ds/images/train with its labels in ds/labels/train (Ultralytics' layout): offered and
+    loaded when the allowed root holds ds, neither when it is the images folder itself."""
+    ds = tmp_path / "ds"
+    images = ds / "images" / "train"
+    images.mkdir(parents=True)
+    for name in ("a.png", "b.png"):
+        image_file(images, name)
+    labels = ds / "labels" / "train"
+    labels.mkdir(parents=True)
+    (labels / "a.txt").write_text("0 0.5 0.5 0.4 0.4\n")
+    b = make(images, allowed_root=ds)
+    try:
+        assert (YOLO_CHOICE, YOLO) in b.labels.found.options
+        assert b.labels.load_found(YOLO) == []
+        assert [len(s.boxes) for s in b.engine.labels] == [1, 0]
+    finally:
+        b.close()
+    b = make(images, allowed_root=images)
+    try:
+        assert (YOLO_CHOICE, YOLO) not in b.labels.found.options
+    finally:
+        b.close()
