@@ -12,10 +12,16 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dali_gallery.pipelines.budget import add_arguments as add_budget_arguments
 from dali_gallery.pipelines.budget import configure as configure_budget
 from dali_gallery.pipelines.budget import from_args as budget_from_args
+
+if TYPE_CHECKING:
+    from dali_gallery.pipelines.engine import PreviewEngine
+    from dali_gallery.pipelines.images import ImageProblem
+    from dali_gallery.pipelines.preset import Preset
 
 EXIT_BAD_INPUT = 2
 MAX_MESSAGE_CHARS = 4000
@@ -195,6 +201,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         if not 0 <= args.seed < 2**31:
             raise UsageError(f"--seed {args.seed} is not allowed; expected [0, 2147483647]")
         preset.seed = args.seed
+    _check_render_numbers(args)
     src = Path(args.images)
     if not src.exists():
         raise UsageError(f"--images {args.images!r} does not exist")
@@ -210,23 +217,15 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.annotations is not None:
         return _render_annotated(args, preset, engine)
     labels = None
-    if args.shard != 0 or args.num_shards != 1:
-        from dali_gallery.pipelines.replay import shard_preview
-
-        preset, shard = shard_preview(engine, preset, src, shard_id=args.shard,
-                                      num_shards=args.num_shards, batch_size=args.batch_size,
-                                      max_side=args.size)
-        labels = shard.labels
-    problems = [] if labels is not None else engine.set_images(src, max_side=args.size)
-    for p in problems:
-        print(f"skipped {p.name}: {p.reason}", file=sys.stderr)
-    n = len(engine.images)
-    if n == 0:
+    if src.is_dir():  # the exported pipeline's first batch of the shard, its labels
+        preset, labels = _load_folder(args, preset, engine)
+    elif args.shard != 0 or args.num_shards != 1:
+        raise UsageError(f"--shard and --num-shards need a folder; --images {args.images!r} "
+                         "is a file")
+    else:
+        _print_skipped(engine.set_images(src, max_side=args.size))
+    if not engine.images:
         raise UsageError(f"no usable images in {args.images!r}")
-    limit = args.batch_size or min(n, 16)
-    if limit < 1:
-        raise UsageError("--batch-size must be at least 1")
-    engine.set_arrays(engine.images[:limit], engine.names[:limit])
     render = engine.render(preset, draws=args.draws, tail=args.tail)
     grid_image(render, engine.images, preset).save(args.out)
     if args.npz:
@@ -238,6 +237,43 @@ def cmd_render(args: argparse.Namespace) -> int:
           f"{render.ms:.0f} ms -> {args.out}")
     engine.close()
     return 0
+
+
+def _check_render_numbers(args: argparse.Namespace) -> None:
+    """Numbers argparse accepts but a render cannot use, refused by their option's name."""
+    if args.iteration is None:
+        from dali_gallery.pipelines.engine import MAX_BATCH as top
+    else:
+        from dali_gallery.pipelines.replay import MAX_REPLAY_BATCH_SIZE as top
+    if args.batch_size is not None and not 1 <= args.batch_size <= top:
+        raise UsageError(f"--batch-size {args.batch_size} is not allowed; expected 1 to {top}"
+                         + (" (omit it for the first images, at most 16)"
+                            if args.iteration is None else ""))
+    if args.size is not None and args.size < 1:
+        raise UsageError(f"--size {args.size} is not allowed; expected a longer side of 1 or "
+                         "more pixels (omit it for the original size)")
+
+
+def _load_folder(args: argparse.Namespace, preset: Preset,
+                 engine: PreviewEngine) -> tuple[Preset, list[int]]:
+    """Loads what the exported pipeline reads first from ``--images`` (the shard's files, in
+    its order) and says on stderr how the preview differs from it; returns the preset to
+    render (the shard's seed) and the loaded images' labels."""
+    from dali_gallery.pipelines.folder_preview import folder_preview
+
+    view = folder_preview(engine, preset, args.images, shard_id=args.shard,
+                          num_shards=args.num_shards, batch_size=args.batch_size,
+                          max_side=args.size)
+    _print_skipped(view.skipped)
+    for note in view.notes(repr(args.images)):
+        print(f"note: {note}", file=sys.stderr)
+    return view.preset, view.labels
+
+
+def _print_skipped(problems: Sequence[ImageProblem]) -> None:
+    """Files the preview could not load, one per line on stderr (the rest are rendered)."""
+    for p in problems:
+        print(f"skipped {p.name}: {p.reason}", file=sys.stderr)
 
 
 def _render_iteration(args: argparse.Namespace, preset) -> int:

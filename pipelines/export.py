@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
 from pathlib import Path
 
 from . import __version__
@@ -31,7 +32,8 @@ from .module_parts import (
     tail_lines,
     used_helpers,
 )
-from .preset import Preset, PresetError, Step, load, parse_document
+from .preset import Preset, PresetError, Step, document_text, load, parse_document, quote
+from .preset_document import read_document
 from .shards import EMBEDDED
 
 
@@ -121,9 +123,42 @@ def _wrap(line: str, width: int = 88) -> list[str]:
     return out
 
 
-def preset_from_module(source: str | Path) -> Preset:
-    """Re-import the preset embedded in an exported module, without running it."""
-    text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
+def preset_from_module(source: str | os.PathLike[str]) -> Preset:
+    """Re-import the preset embedded in an exported module, without running it.
+
+    ``source`` is the module's path or its source text, told apart by type and structure, never
+    by whether a file happens to exist: an ``os.PathLike`` (``Path``) is a path; a ``str`` is
+    source text when it holds a line break or ``PRESET_JSON`` (every exported module has both),
+    else it is a path (``preset_from_module("augment.py")``). For trusted callers (notebooks,
+    scripts): a str may name a file. Text from a browser goes to :func:`preset_from_source`,
+    which never opens anything."""
+    if isinstance(source, os.PathLike):
+        return preset_from_source(_module_text(source))
+    if not isinstance(source, str):
+        raise PresetError([f"exported module: expected a path (str or Path) or the module's "
+                           f"source text (str), got {type(source).__name__}"])
+    if "\n" in source or "PRESET_JSON" in source:
+        return preset_from_source(source)
+    if not os.path.exists(source):  # also False for a name the OS refuses (too long, NUL)
+        raise PresetError([f"exported module: {quote(source, 200)} is neither an existing "
+                           "file nor module source text; expected the path of a module "
+                           "exported by dali-gallery (e.g. 'augment.py') or its source text "
+                           "(several lines, with PRESET_JSON = ...)"])
+    return preset_from_source(_module_text(source))
+
+
+def _module_text(path: str | os.PathLike[str]) -> str:
+    """The text of a module file: a regular file only, size-capped like a preset file."""
+    origin = f"exported module {quote(os.fspath(path), 200)}"
+    return document_text(read_document(path, origin), origin)
+
+
+def preset_from_source(text: str) -> Preset:
+    """The preset embedded in an exported module's source text; never opens a file (text
+    uploaded from a browser comes here, so a one-line upload cannot name a server file)."""
+    if not isinstance(text, str):
+        raise PresetError([f"exported module: expected its source text (str), got "
+                           f"{type(text).__name__}"])
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
@@ -140,4 +175,4 @@ def preset_from_module(source: str | Path) -> Preset:
     raise PresetError(["exported module: no PRESET_JSON found; was it exported by dali-gallery?"])
 
 
-__all__ = ["export_code", "format_statement", "preset_from_module"]
+__all__ = ["export_code", "format_statement", "preset_from_module", "preset_from_source"]

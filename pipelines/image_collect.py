@@ -66,6 +66,19 @@ class FolderSelection:
     files: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ReaderFiles:
+    """Files of a folder as the exported training pipeline lists them
+    (:func:`pipelines.shards.training_files`), loaded in this order (repeats included) and
+    named relative to it. For trusted callers (the CLI): the names are not checked against the
+    preview's listing, nor their types against :data:`SUPPORTED_EXTENSIONS`: the reader reads
+    them (``.ppm`` too), so DALI decodes them as the exported pipeline does, and one it cannot
+    decode is a problem naming the reason the training run would fail on."""
+
+    folder: Path
+    files: tuple[str, ...]
+
+
 Source = str | os.PathLike | bytes | bytearray | memoryview | tuple[str, bytes]
 """One input of :func:`collect`: a path, anonymous upload bytes, or a named upload."""
 
@@ -128,7 +141,8 @@ class _Collector:
         elif not self.full(name):
             self.images.append(EncodedImage(readable(name), bytes(data)))
 
-    def add_path(self, raw: str | os.PathLike, *, in_folder: str | None = None) -> None:
+    def add_path(self, raw: str | os.PathLike, *, in_folder: str | None = None,
+                 check_suffix: bool = True) -> None:
         path = self.resolve(raw)
         name = in_folder if in_folder is not None else self.display(path)
         if not self.allowed(path):
@@ -149,7 +163,7 @@ class _Collector:
             self.problem(name, "not a regular file")
             return
         suffix = path.suffix.lower()
-        if suffix not in SUPPORTED_EXTENSIONS:
+        if check_suffix and suffix not in SUPPORTED_EXTENSIONS:
             self.problem(name, _unsupported(suffix))
         elif st.st_size == 0:
             self.problem(name, "empty file (0 bytes)")
@@ -227,11 +241,12 @@ def collect(
 ) -> tuple[list[EncodedImage], list[ImageProblem]]:
     """Gathers encoded images from paths or uploads; every failure is a problem, never a raise.
 
-    ``sources`` is a folder, a file, a :class:`FolderSelection`, or a sequence of paths,
-    ``bytes`` (named ``upload-N``) and ``(name, bytes)`` uploads. A folder lists, first, the
-    images directly in it (which ``readers.file`` ignores but a preview should show), then
-    exactly the images ``readers.file(file_root=folder)`` reads, in its order
-    (:func:`scan_folder`); other files are skipped like the reader's filters skip them. A
+    ``sources`` is a folder, a file, a :class:`FolderSelection`, :class:`ReaderFiles`, or a
+    sequence of paths, ``bytes`` (named ``upload-N``) and ``(name, bytes)`` uploads. A folder
+    lists, first, the images directly in it (which ``readers.file`` ignores but the app shows),
+    then the files ``readers.file(file_root=folder)`` reads, in its order (:func:`scan_folder`),
+    of the types the preview reads (:data:`SUPPORTED_EXTENSIONS`; the reader also reads
+    ``.ppm`` and others): not the exported pipeline's set, which :class:`ReaderFiles` loads. A
     selection loads only its files, each checked against that listing first. With ``root``,
     relative paths are taken inside it and every path must resolve, symlinks followed, inside
     it, else it is not opened.
@@ -240,6 +255,10 @@ def collect(
     Names are never URL-decoded.
     """
     col = _Collector(root, max_bytes, max_files)
+    if isinstance(sources, ReaderFiles):
+        for rel in sources.files:
+            col.add_path(Path(sources.folder) / rel, in_folder=rel, check_suffix=False)
+        return col.images, _finish(col)
     if isinstance(sources, FolderSelection):
         path = col.resolve(sources.folder)
         shown = col.display(path) if root is not None else (path.name or str(path))

@@ -25,19 +25,12 @@ from .annotated_preview import dataset_labels
 from .annotations import AnnotationProblem, load_coco
 from .catalog import CATALOG, Catalog
 from .device import Device, resolve
-from .engine import MAX_BATCH
 from .export import export_code
+from .folder_preview import folder_preview
 from .generated_module import import_source
 from .labels import DEFAULT_MIN_KEPT
 from .preset import Preset, load
-from .shards import (
-    ShardBatch,
-    check_shard,
-    first_batch,
-    shard_preset,
-    shard_range,
-    training_files,
-)
+from .shards import ShardBatch, check_shard, shard_range, training_files
 from .step_error import StepError, clean_message
 
 MAX_REPLAY_BATCHES = 10_000
@@ -69,24 +62,19 @@ def shard_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_i
                   max_side: int | None = None) -> tuple[Preset, ShardBatch]:
     """Load the shard's first ``batch_size`` files (default: its files, at most 16) into the
     preview ``engine`` and return the preset to render them with: draw 0 of the render is then
-    the exported pipeline's first unshuffled batch of that shard. A file the preview cannot
-    load is an error (the batch would no longer be the shard's)."""
+    the exported pipeline's first unshuffled batch of that shard
+    (:func:`pipelines.folder_preview.folder_preview`). A file the preview cannot load is an
+    error here (the batch would no longer be the shard's)."""
     root = Path(file_root)
     if not root.is_dir():
         raise ValueError(f"{str(root)!r} is not a folder; a shard is a slice of a folder")
-    files = training_files(root)
-    if batch_size is None:
-        batch_size = min(len(shard_range(len(files), shard_id, num_shards)), 16)
-    if not 1 <= batch_size <= MAX_BATCH:
-        raise ValueError(f"batch size {batch_size} is not allowed for a preview; expected 1 "
-                         f"to {MAX_BATCH}")
-    batch = first_batch(root, shard_id, num_shards, batch_size)
-    problems = engine.set_images(batch.files, max_side=max_side, root=root)  # under root
-    if problems:
-        listed = "; ".join(f"{p.name}: {p.reason}" for p in problems[:5])
-        raise ValueError(f"shard {shard_id} of {num_shards}: {len(problems)} of its first "
+    view = folder_preview(engine, preset, root, shard_id=shard_id, num_shards=num_shards,
+                          batch_size=batch_size, max_side=max_side)
+    if view.skipped:
+        listed = "; ".join(f"{p.name}: {p.reason}" for p in view.skipped[:5])
+        raise ValueError(f"shard {shard_id} of {num_shards}: {len(view.skipped)} of its first "
                          f"files cannot be previewed ({listed})")
-    return shard_preset(preset, shard_id), batch
+    return view.preset, view.batch
 
 
 def replay(preset: Preset | dict | str, file_root: str | Path, *, iteration: int,

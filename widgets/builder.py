@@ -20,7 +20,7 @@ import ipywidgets as w
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.device import resolve
-from dali_gallery.pipelines.export import export_code, preset_from_module
+from dali_gallery.pipelines.export import export_code, preset_from_source
 from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.pipelines.preset import (
     Preset,
@@ -332,7 +332,7 @@ class Builder:
         shown = cut(name, 80)  # the browser's file name: data, and bounded
         try:
             if name.lower().endswith(".py"):
-                preset = preset_from_module(document_text(data, shown))
+                preset = preset_from_source(document_text(data, shown))
             else:
                 preset = parse_document(data, self.catalog, origin=shown)
             self.model.replace(preset)

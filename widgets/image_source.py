@@ -18,6 +18,7 @@ from typing import Any
 
 from dali_gallery.pipelines.image_collect import FolderSelection, ImageProblem
 from dali_gallery.pipelines.image_files import class_of, image_listing, scan_folder, spread
+from dali_gallery.pipelines.shards import training_files
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "gallery" / "samples"
 """The bundled sample images (package data next to this package; read, not imported)."""
@@ -30,14 +31,20 @@ MAX_FOLDERS_LISTED = 300
 
 @dataclass(frozen=True)
 class FolderListing:
-    """The images of one folder: ``files`` in file order (what ``dali-gallery render --images``
-    reads first), ``order`` round-robin over the class folders (what the preview picks)."""
+    """The images of one folder: ``files`` in file order (those directly in the folder first),
+    what the preview can show and the user pick from; ``order`` round-robin over the class
+    folders (what the preview picks); ``reader`` what the exported pipeline reads, in its order
+    (:func:`pipelines.shards.training_files`), which ``dali-gallery render --images`` previews
+    first. ``files`` and ``reader`` differ where the preview deliberately shows more (images
+    beside class folders, which the reader ignores) or cannot show a file the reader reads (a
+    type such as ``.ppm``): :meth:`describe` counts both."""
 
     folder: Path
     files: tuple[str, ...]
     order: tuple[str, ...]
     classes: int
     loose: int
+    reader: tuple[str, ...]
 
     @classmethod
     def of(cls, folder: Path) -> FolderListing:
@@ -45,7 +52,7 @@ class FolderListing:
         files = image_listing(scan_folder(folder))
         names = {class_of(r) for r in files}
         return cls(Path(folder), tuple(files), tuple(spread(files)), len(names - {""}),
-                   sum(1 for r in files if not class_of(r)))
+                   sum(1 for r in files if not class_of(r)), tuple(training_files(folder)))
 
     def pick(self, n: int) -> FolderSelection:
         """The first ``n`` images in round-robin order (so that fewer rows still show every
@@ -53,8 +60,19 @@ class FolderListing:
         return FolderSelection(self.folder, self.order[:n])
 
     def is_prefix(self, files: Sequence[str]) -> bool:
-        """Whether ``files`` are the folder's first files in file order."""
-        return tuple(files) == self.files[: len(files)]
+        """Whether ``files`` are the first files the exported pipeline reads, in its order
+        (what ``render --images FOLDER --batch-size len(files)`` previews)."""
+        return tuple(files) == self.reader[: len(files)]
+
+    @property
+    def unread(self) -> int:
+        """Images the preview offers that the exported pipeline never reads."""
+        return len(set(self.files) - set(self.reader))
+
+    @property
+    def unshown(self) -> int:
+        """Files the exported pipeline reads that the preview cannot show."""
+        return len(set(self.reader) - set(self.files))
 
     def describe(self) -> str:
         n = len(self.files)
@@ -63,6 +81,11 @@ class FolderListing:
             text += f" in {self.classes} class folder{'s' if self.classes != 1 else ''}"
             if self.loose:
                 text += f" (+{self.loose} directly in the folder)"
+        if self.unread:
+            text += f"; {self.unread} of them not read by the exported pipeline"
+        if self.unshown:
+            text += (f"; {self.unshown} file{'s' if self.unshown != 1 else ''} it reads "
+                     "cannot be previewed (a type the preview does not read)")
         return text
 
 
@@ -120,8 +143,9 @@ class ImageSource:
             return ""
         if self.folder is not None and not self.selected_prefix:
             return ("The preview shows chosen files of the folder (spread over its class "
-                    "folders); --images FOLDER renders its first files in file order: put the "
-                    "chosen files in a folder of their own to render exactly these.")
+                    "folders); --images FOLDER renders the first files the exported pipeline "
+                    "reads, in its order: put the chosen files in a folder of their own to "
+                    "render exactly these.")
         return ("The preview images are not one folder on the server: put the same files in a "
                 "folder and pass it to --images.")
 

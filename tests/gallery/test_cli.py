@@ -109,6 +109,27 @@ def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, preset_file, args, need
     assert needle in msg and "Traceback" not in msg
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--batch-size", "0"], "--batch-size 0 is not allowed; expected 1 to 256"),
+    (["--batch-size", "-1"], "--batch-size -1 is not allowed; expected 1 to 256"),
+    (["--batch-size", "0", "--iteration", "0"], "--batch-size 0 is not allowed; expected 1 "
+                                                "to 1024"),
+    (["--size", "0"], "--size 0 is not allowed; expected a longer side of 1 or more pixels"),
+    (["--size", "-5", "--iteration", "0", "--batch-size", "2"], "--size -5 is not allowed"),
+])
+def test_render_numbers_out_of_range_are_refused_by_their_option(preset_file, tmp_path,
+                                                                 capsys, args, message):
+    """--batch-size 0 rendered every image (``args.batch_size or ...``) and --size 0 was
+    refused as "max_side must be >= 1", a name the command line does not have."""
+    from dali_gallery.gallery.cli import main
+
+    code = main(["render", str(preset_file), "--images", str(SAMPLES), "--device", "cpu",
+                 "--out", str(tmp_path / "g.png"), *args])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and message in err and "max_side" not in err
+    assert not (tmp_path / "g.png").exists()
+
+
 def test_check_images_exit_codes(tmp_path):
     assert cli("check-images", str(SAMPLES)).returncode == 0
     (tmp_path / "a").mkdir()

@@ -21,8 +21,8 @@ from PIL import Image
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.custom_code import RESERVED_NAMES
 from dali_gallery.pipelines.engine import PreviewEngine
-from dali_gallery.pipelines.export import export_code, preset_from_module
-from dali_gallery.pipelines.preset import load
+from dali_gallery.pipelines.export import export_code, preset_from_module, preset_from_source
+from dali_gallery.pipelines.preset import PresetError, load
 from dali_gallery.pipelines.shards import EMBEDDED, shard_preset
 from tests.support import SAMPLES, import_export, preset_dict
 
@@ -153,6 +153,51 @@ def test_unknown_enum_values_never_reach_the_code():
 
 def test_reimport_round_trips(full_code):
     assert preset_from_module(full_code).to_dict() == load(FULL).to_dict()
+
+
+def test_reimport_takes_the_path_as_the_readme_shows_it(tmp_path, monkeypatch):
+    """``preset_from_module("augment.py")``, the README's call, read the str as source text
+    and said there was no PRESET_JSON; a str holding neither a line break nor PRESET_JSON is a
+    path, a Path always is one, and source text stays source text."""
+    preset = load(preset_dict([{"op": "rotate", "params": {"angle": 10}}], seed=5))
+    code = export_code(preset)
+    (tmp_path / "augment.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    for source in ("augment.py", str(tmp_path / "augment.py"), Path("augment.py"), code):
+        assert preset_from_module(source).to_dict() == preset.to_dict(), source
+    assert preset_from_source(code).to_dict() == preset.to_dict()
+
+
+@pytest.mark.parametrize("source", ["missing.py", "augment", "", "x = 1"])
+def test_reimport_of_a_str_that_is_neither_says_what_was_expected(tmp_path, monkeypatch,
+                                                                  source):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PresetError) as err:
+        preset_from_module(source)
+    msg = str(err.value)
+    assert f"exported module: {source!r} is neither an existing file nor module source text" \
+        in msg
+    assert "expected the path of a module exported by dali-gallery" in msg
+    assert "PRESET_JSON" in msg
+
+
+def test_reimport_refuses_what_is_not_a_module_file(tmp_path):
+    with pytest.raises(PresetError, match="is a directory, not a regular file"):
+        preset_from_module(str(tmp_path))
+    with pytest.raises(PresetError, match="it does not exist"):
+        preset_from_module(tmp_path / "missing.py")
+    with pytest.raises(PresetError, match=r"expected a path \(str or Path\).*got int"):
+        preset_from_module(3)  # type: ignore[arg-type]
+
+
+def test_module_text_from_a_browser_never_names_a_file(tmp_path):
+    """The builder's upload goes to preset_from_source: one line naming a real module is not
+    opened."""
+    (tmp_path / "augment.py").write_text(export_code(load(preset_dict([]))))
+    with pytest.raises(PresetError, match="exported module: not valid Python"):
+        preset_from_source(str(tmp_path / "augment.py"))
+    with pytest.raises(PresetError, match="no PRESET_JSON found"):
+        preset_from_source("augment")
 
 
 def test_script_writes_first_batch_equal_to_preview(tmp_path):

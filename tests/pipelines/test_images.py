@@ -13,6 +13,7 @@ from nvidia.dali.pipeline import Pipeline
 from PIL import Image
 
 import dali_gallery.pipelines.images as images_mod
+from dali_gallery.pipelines.image_collect import ReaderFiles
 from dali_gallery.pipelines.images import (
     SUPPORTED_EXTENSIONS,
     EncodedImage,
@@ -108,6 +109,20 @@ def test_collect_flat_folder_lists_top_level_images_first(tmp_path: Path) -> Non
     got, problems = collect(tmp_path)
     assert [g.name for g in got] == ["C.JPEG", "a.jpg", "b.png", "cls/z.jpg"]
     assert problems == []
+
+
+def test_reader_files_load_the_reader_s_files_whatever_their_type(tmp_path: Path) -> None:
+    """The exported pipeline's files, in its order with repeats, named relative to the
+    folder: a type the app does not offer (.ppm) is loaded for DALI to decode; a bad file is
+    named by its path in the folder."""
+    for rel in ["a/x.jpg", "a/y.ppm", "b/z.png"]:
+        _write(tmp_path / rel, b"data")
+    _write(tmp_path / "b/empty.jpg", b"")
+    files = ("a/x.jpg", "a/y.ppm", "b/empty.jpg", "b/z.png", "a/x.jpg")
+    got, problems = collect(ReaderFiles(tmp_path, files))
+    assert [g.name for g in got] == ["a/x.jpg", "a/y.ppm", "b/z.png", "a/x.jpg"]
+    assert [(p.name, p.reason) for p in problems] == [("b/empty.jpg", "empty file (0 bytes)")]
+    assert ".ppm" not in SUPPORTED_EXTENSIONS
 
 
 @pytest.mark.parametrize(
