@@ -87,7 +87,9 @@ SAME = Canvas()
 
 @dataclass(frozen=True)
 class Window(Canvas):
-    """A window of the input whose size is drawn at run time: at most the input's size."""
+    """A window of the input whose size is drawn at run time: at most the input's size, and
+    at least one pixel each way (the graph widens a thinner window: DALI's slice would cut
+    an empty image, which later operators crash on)."""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ RESERVED_NAMES = frozenset({
     "_flipped", "_moved_chain_batch", "_move_labels_chain",
     "_centred",
     "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
-    "_bbox_crop_labels",
+    "_bbox_crop_labels", "_pixel_window",
     "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",
     # the annotation checks the labelled module carries (pipelines.coco_check) and theirs
     "checked_annotations", "readable", "cut", "_Quoter", "quote", "MAX_QUOTE", "SIZE_THRESHOLD",

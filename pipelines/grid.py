@@ -51,12 +51,25 @@ def grid_image(render: Render, originals: list[np.ndarray], preset: Preset,
         cells += [(render.tile(i, d), fired_label(render, preset, i, d))
                   for d in range(render.draws)]
         for c, (img, label) in enumerate(cells):
+            x = c * tile
+            draw.text((x + 3, y + 1), label[: tile // 6], fill=(230, 230, 230), font=font)
+            if 0 in np.shape(img)[:2]:  # nothing to scale (PIL's thumbnail divides by it)
+                _empty_tile(draw, x, y + LABEL_H, tile, np.shape(img))
+                continue
             pic = Image.fromarray(to_display(img if decorate is None else decorate(i, c, img)))
             pic.thumbnail((tile, tile))
-            x = c * tile
             sheet.paste(pic, (x + (tile - pic.width) // 2, y + LABEL_H + (tile - pic.height) // 2))
-            draw.text((x + 3, y + 1), label[: tile // 6], fill=(230, 230, 230), font=font)
     return sheet
+
+
+def _empty_tile(draw: ImageDraw.ImageDraw, x: int, y: int, tile: int,
+                shape: tuple[int, ...]) -> None:
+    """A placeholder for an image with no rows or columns: a grid of a broken chain must still
+    show the other tiles and say which one was empty."""
+    draw.rectangle((x + 2, y + 2, x + tile - 3, y + tile - 3), outline=(160, 60, 60))
+    size = "x".join(str(v) for v in shape[1::-1]) if len(shape) >= 2 else "?"
+    draw.text((x + 6, y + tile // 2 - 6), f"empty ({size} px)"[: tile // 6], fill=(230, 120, 120),
+              font=ImageFont.load_default())
 
 
 def save_npz(path: str | Path, images: list[np.ndarray], labels: list[int] | None = None) -> None:

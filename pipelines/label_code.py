@@ -264,7 +264,8 @@ def tail_label_lines(labels: LabelSet, resize: str | None, crop: tuple[int, int]
         lines.append(resize)
     moves: list[Move] = []  # after the run: each move's inputs, written at the end
     if crop:
-        lines += [f"masks = fn.crop(masks, crop=({crop[0]}, {crop[1]}))"] if labels.masks else []
+        lines += [f"masks = fn.crop(masks, crop=({crop[0]}, {crop[1]}), "
+                  'out_of_bounds_policy="pad")'] if labels.masks else []  # as the images
         # a centre crop: the identity about the centres
         moves.append(Move("tail", "centres", columns=(
             "_const([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])", "images.shape()",

@@ -239,10 +239,27 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     return out, fn.cat(start, extent)
 
 
+def _pixel_window(images, anchor, shape):
+    """DALI's relative crop window (``anchor``: x, y; ``shape``: w, h) as ``fn.slice``
+    cuts at least one pixel of each side. ``fn.random_bbox_crop`` draws the width from
+    ``scaling`` and the height from the relative aspect ratio (rescaling a side over 1),
+    so a small scale with a large aspect (0.05 and 4 of a 64 px image: 0.8 rows) or a
+    side of an extreme image (1 px wide) is under a pixel; ``fn.slice`` rounds its start
+    and end to one pixel, and later operators crash on the empty image (blur and
+    laplacian segfault). Such a side becomes the one pixel holding the window's centre
+    (a geometric guarantee: no parameter changes); any other side stays DALI's, bit for
+    bit (the margin covers slice's rounding in double)."""
+    size = _wh(images)
+    thin = shape * size < 1.001  # a 0/1 factor below: other sides stay DALI's exactly
+    pixel = dmath.min(dmath.floor((anchor + 0.5 * shape) * size), size - 1.0) / size
+    return anchor + thin * (pixel - anchor), shape + thin * (1.0 / size - shape)
+
+
 def _bbox_crop(images, scaling, aspect, min_iou, seed):
     """``fn.random_bbox_crop``'s window cut with ``fn.slice``, in a chain without
     labels: with no boxes to overlap, any window of the declared scale and aspect (with
-    labels, :func:`_bbox_crop_labels`)."""
+    labels, :func:`_bbox_crop_labels`), one pixel or more each way
+    (:func:`_pixel_window`)."""
     anchor, shape = fn.random_bbox_crop(
         types.Constant(np.zeros((0, 4), np.float32)),
         bbox_layout="xyXY",
@@ -251,6 +268,7 @@ def _bbox_crop(images, scaling, aspect, min_iou, seed):
         aspect_ratio=aspect,
         seed=seed,
     )[:2]
+    anchor, shape = _pixel_window(images, anchor, shape)
     return fn.slice(
         images,
         anchor,
@@ -279,8 +297,10 @@ def _bbox_crop_labels(
     those keeping less than ``min_kept`` of their area (``bbox_prune_threshold``).
     The classes and the keypoints (their float32 bits as int32) ride along as the
     boxes' label columns, so they drop with them; the keypoints then move into the
-    window. Returns the images, boxes, classes, keypoints, the kept fraction of each
-    box that entered, and the masks when given."""
+    window. A side under a pixel is widened to one (:func:`_pixel_window`): the boxes
+    DALI kept and clipped move onto it, clipped to it, and the keypoints and kept
+    fractions are the widened window's. Returns the images, boxes, classes, keypoints,
+    the kept fraction of each box that entered, and the masks when given."""
     k = keypoints.shape(dtype=types.INT32)
     bits = fn.reinterpret(keypoints, dtype=types.INT32)
     columns = fn.cat(
@@ -297,6 +317,12 @@ def _bbox_crop_labels(
         aspect_ratio=aspect,
         bbox_prune_threshold=min_kept,
         seed=seed,
+    )
+    drawn, extent = anchor, shape
+    anchor, shape = _pixel_window(images, drawn, extent)
+    stretch, shift = extent / shape, (drawn - anchor) / shape  # 1 and 0 where unchanged
+    out_boxes = dmath.clamp(  # relative to DALI's window: to the window cut
+        out_boxes * fn.cat(stretch, stretch) + fn.cat(shift, shift), 0.0, 1.0
     )
 
     def cut(x):
@@ -339,6 +365,7 @@ HELPERS = (
     "_scale_matrix",
     "_shift_matrix",
     "_resized_crop",
+    "_pixel_window",
     "_bbox_crop",
     "_bbox_crop_labels",
 )
@@ -349,5 +376,8 @@ DEPS = {
     "_window_matrix": ("_wh",),
     "_scale_matrix": ("_wh",),
     "_shift_matrix": ("_wh", "_node"),
+    "_pixel_window": ("_wh",),
+    "_bbox_crop": ("_pixel_window", "_wh"),  # one level: list the helpers' own too
+    "_bbox_crop_labels": ("_pixel_window", "_wh"),
 }
 """The helpers (in the order modules define them) and what each calls."""

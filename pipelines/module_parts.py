@@ -20,6 +20,7 @@ from .custom_probe import wrapper_source
 from .label_code import LabelSet, label_tuple, tail_label_lines
 from .ops import auto_aug_graph
 from .preset import Output, Preset
+from .preset_output import black_fill
 
 TAIL_SLOT = 1_000_000
 """Seed slot of the training tail's mirror coin (far from every step's slots)."""
@@ -135,8 +136,9 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
                                  if output.mirror_probability > 0 else None, preview, kinds)
         mirror = "mirror"
     args = []
-    if output.crop:
-        args.append(f"crop=({output.crop[0]}, {output.crop[1]})")
+    if output.crop:  # an image smaller than the crop is padded black (torchvision's CenterCrop)
+        args += [f"crop=({output.crop[0]}, {output.crop[1]})", 'out_of_bounds_policy="pad"']
+        args += [f"fill_values={black_fill(output)}"] if output.mean else []
     if output.mean:
         args.append("mean=[" + ", ".join(f"{m!r} * 255" for m in output.mean) + "]")
     if output.std:

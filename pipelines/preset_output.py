@@ -1,10 +1,10 @@
 """Validation of the output tail (resize, crop, normalisation, layout, dtype).
 
 Besides each field on its own, the checks here catch tails that are valid field by field but
-fail later: a crop larger than the resize (DALI's crop refuses it, and only the exported script
-or the tail preview would say so) and a normalisation whose values overflow the output dtype
-(``inf`` tensors in training). Each message names ``output``, the field, the value and what is
-allowed.
+fail later or not as meant: a crop larger than the resize (the tail pads an image smaller than
+its crop, as torchvision's ``CenterCrop`` does, so every image would get a black border) and a
+normalisation whose values overflow the output dtype (``inf`` tensors in training). Each
+message names ``output``, the field, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -142,3 +142,16 @@ def _check_uint8(out: Output, mean: np.ndarray, std: np.ndarray, problems: list[
         f"{quote(list(out.std or (1 / 255,)))} are not allowed with dtype 'uint8'; normalised "
         f"values span {low:.3g} to {high:.3g}, and uint8 keeps whole numbers 0 to 255 (DALI "
         "rounds and saturates); allowed: a float32 or float16 dtype, or no mean and std")
+
+
+def black_fill(out: Output) -> str:
+    """The tail's ``fill_values`` as code: a black pixel normalised, per channel.
+    ``crop_mirror_normalize`` pads an image smaller than the crop with ``fill_values`` in
+    the output's units (default 0: the mean colour); torchvision's ``CenterCrop`` pads
+    black before ``Normalize``, and so does the catalog's crop, so the tail pads the
+    normalised black: -mean / std (-mean * 255 without a std, as DALI's std is 1)."""
+    mean = out.mean or (0.0,)
+    n = max(len(mean), len(out.std or ()))
+    values = [repr(-mean[i % len(mean)]) + (f" / {out.std[i % len(out.std)]!r}" if out.std
+                                              else " * 255") for i in range(n)]
+    return "[" + ", ".join(values) + "]"

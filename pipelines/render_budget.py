@@ -157,6 +157,7 @@ def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
                 index, op, param=None, pixels=h * w, limit=budget.image_pixels)
     for k, step in enumerate(plan.steps):
         before = plan.inputs if k == 0 else plan.steps[k - 1].sizes
+        _check_not_empty(step, before)
         big = max(range(len(step.sizes)), key=lambda j: _px(step.sizes[j]))
         (h, w), (ih, iw) = step.sizes[big], before[big]
         if h * w > budget.image_pixels:
@@ -189,6 +190,22 @@ def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
                      f"{mp(budget.kernel_pixels)} per kernel is allowed",
                      "preview fewer images, fewer draws or a smaller size", held + need,
                      budget.kernel_pixels)
+
+
+def _check_not_empty(step: PlannedStep, before: list[Size]) -> None:
+    """Refuses a step planned to make an image without rows or columns: DALI would run it,
+    and a later operator crash the process on the empty image (a blur segfaults)."""
+    empty = next((j for j, size in enumerate(step.sizes) if min(size) < 1), None)
+    if empty is None:
+        return
+    (h, w), (ih, iw) = step.sizes[empty], before[empty]
+    index, op, prefix = step.where()
+    what = step.canvas.describe(step.values) or "this step"
+    raise BudgetError(f"{prefix}{what} makes image {empty} {w}x{h} px from {iw}x{ih}; an "
+                      "image needs at least 1 px each way: change "
+                      f"{' or '.join(step.canvas.params) or 'the step'}", index, op,
+                      param=step.canvas.params[0] if step.canvas.params else None,
+                      pixels=0, limit=1)
 
 
 def _culprit(plan: RenderPlan, k: int) -> PlannedStep:

@@ -178,7 +178,8 @@ OPS = [
     OpSpec(
         "random_bbox_crop",
         "geometry",
-        "Detection crop (SSD): a random window that overlaps the boxes by at least min_iou.",
+        "Detection crop (SSD): a random window overlapping the boxes by min_iou, cut 1 px or "
+        "more each way.",
         "_bbox_crop({x}, [{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], {min_iou}, "
         "{seed})",
         (
@@ -194,6 +195,8 @@ OPS = [
                           "(without labels: any window)", runtime=False),
         ),
         magnitude="scale_min",
+        # at least 1x1: a side under a pixel (a small scale with an extreme aspect, DALI
+        # drawing the height from the width) is cut as one pixel (_pixel_window)
         canvas=Window(),
         # no one schema: random_bbox_crop (CPU) draws the window, slice (CPU, GPU) cuts it
         # the window is drawn from the boxes themselves when labels are in the chain

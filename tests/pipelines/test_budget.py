@@ -142,6 +142,21 @@ def test_random_values_count_with_their_largest_size() -> None:
         assert ph == max(h for h, _ in exact) and pw == max(w for _, w in exact)
 
 
+def test_a_step_planned_to_make_an_empty_image_is_refused_by_name() -> None:
+    """An image without rows or columns crashes later operators (a blur segfaults): a plan
+    that makes one (here a sweep feeding a crop height of 0) is refused before DALI runs."""
+    from dali_gallery.pipelines.codegen import feed_name
+
+    preset = Preset([new_step("hsv"), new_step("crop", crop_h=8.0, crop_w=16.0)])
+    plan = plan_render(preset, [(100, 100)], 1,
+                       overrides={feed_name(1, "crop_h"): np.array([0.0, 0.0])})
+    with pytest.raises(BudgetError) as err:
+        check_plan(plan, Budget())
+    assert (err.value.step, err.value.op, err.value.param) == (1, "crop", "crop_h")
+    assert "crop_h 0, crop_w 16 makes image 0 16x0 px from 100x100" in str(err.value)
+    assert "at least 1 px each way: change crop_h or crop_w" in str(err.value)
+
+
 # ---- the probes ---------------------------------------------------------------------------------
 
 

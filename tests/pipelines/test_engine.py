@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dali_gallery.pipelines import codegen
 from dali_gallery.pipelines.catalog import CATALOG, unregister
 from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.engine import MAX_BATCH, PreviewEngine, StepError
@@ -220,12 +221,21 @@ def test_auto_aug_random_sign_switch(engine, op):
     assert True in same and False in same, "a random sign should keep some samples, flip others"
 
 
-def test_a_failing_training_tail_is_not_blamed_on_a_step(engine):
+def test_a_failing_training_tail_is_not_blamed_on_a_step(engine, monkeypatch):
     """The step comes from the lines each step wrote (recorded by the code generator), so a
     failure in ``finish`` (after the last step's block) names no step; reading the nearest
-    "# step N:" comment above the failing line blamed the last step."""
+    "# step N:" comment above the failing line blamed the last step. A valid tail no longer
+    fails (its crop pads a smaller image), so a line that does is written into it here."""
+    tail_lines = codegen.tail_lines
+
+    def failing(*args, **kwargs):
+        lines = tail_lines(*args, **kwargs)
+        return [*lines[:-2], 'images = fn.crop(images, crop=(4000, 4000), '
+                'out_of_bounds_policy="error")', *lines[-2:]]
+
+    monkeypatch.setattr(codegen, "tail_lines", failing)
     p = load(preset_dict([{"op": "hue", "params": {"hue": 10.0}}],
-                         output={"crop": [4000, 4000]}))
+                         output={"crop": [400, 400]}))
     with pytest.raises(StepError) as err:
         engine.render(p, tail=True)
     assert err.value.step is None and err.value.op is None

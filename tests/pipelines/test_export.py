@@ -34,12 +34,13 @@ FULL = preset_dict(
 )
 ALLOWED_IMPORTS = {"argparse", "json", "os", "tempfile", "numpy", "nvidia.dali",
                    "nvidia.dali.auto_aug", "nvidia.dali.auto_aug.core", "nvidia.dali.data_node",
-                   "nvidia.dali.pipeline"}
+                   "nvidia.dali.math", "nvidia.dali.pipeline"}
 TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cutout_colour",
              "_center", "_affine", "_perspective", "_const", "_bin", "_picked",
              "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
              "_auto_augment_policy", "_auto_augment_pick", "_auto_augment",
              "_random_signs", "_auto_augment_stages", "_auto_augment_runs", "_bbox_crop", "_wh",
+             "_pixel_window",
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",
              "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "replay",
