@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .albumentations_legacy import AlbumentationsRule
 from .albumentations_pixels import LIB, _p, _range_text, _reverse, _span
 from .reference import alb, alb_function
 from .rules import (
@@ -120,6 +121,9 @@ def _box_convert(a: Args, c: Context) -> Conversion:
 
 def _median_convert(a: Args, c: Context) -> Conversion:
     lo, hi = (int(v) for v in _kernel_span(a["blur_limit"]))
+    if hi > 31:  # checked before listing the sizes: blur_limit may be as large as 1e9
+        raise Refused(f"blur_limit {a['blur_limit']!r}: DALI's median window is at most 31 px",
+                      nearest="blur_limit=(3, 31)")
     sizes = [k for k in range(max(3, lo), hi + 1) if k % 2 == 1]
     if not sizes:
         raise Refused(f"blur_limit {a['blur_limit']!r} holds no odd size of 3 or more")
@@ -138,22 +142,35 @@ def _jpeg_convert(a: Args, c: Context) -> Conversion:
 
 
 _HOLES = "fill", "fill_mask", "p"
+_FILL_1X = {"fill_value": ("fill", "the hole fill"),
+            "mask_fill_value": ("fill_mask", "the mask's hole fill")}
+_HOLES_1X = {"max_holes": ("num_holes_range", "the most holes"),
+             "min_holes": ("num_holes_range", "the fewest holes"),
+             "max_height": ("hole_height_range", "the largest hole height"),
+             "min_height": ("hole_height_range", "the smallest hole height"),
+             "max_width": ("hole_width_range", "the largest hole width"),
+             "min_width": ("hole_width_range", "the smallest hole width"), **_FILL_1X}
+"""CoarseDropout's 1.x arguments, which Albumentations 2 ignores."""
 RULES = [
-    Rule(LIB, "GaussNoise", ("std_range", "mean_range", "per_channel", "noise_scale_factor",
-                             "p"),
-         {"std_range": (0.2, 0.44), "mean_range": (0.0, 0.0), "per_channel": True,
-          "noise_scale_factor": 1, "p": 0.5},
-         "noise.gaussian (stddev = std_range x 255 levels), probability p",
-         Verdict("equivalent", 2, reason="random numbers differ; clipping at 0 and 255 alike",
-                 measure="noise_std"),
-         convert=_noise_convert,
-         reverse=_reverse("noise.gaussian", lambda s: None if _range_text(
-             s, "stddev", 1 / 255) is None else
-             f"A.GaussNoise(std_range={_range_text(s, 'stddev', 1 / 255)})"),
-         fixed=lambda a, shape: Fixed(
-             [step("noise.gaussian", stddev=pair(a["std_range"], "std_range")[1] * 255)],
-             alb("GaussNoise", std_range=(pair(a["std_range"], "s")[1],) * 2),
-             f"std {fmt(pair(a['std_range'], 's')[1] * 255)} levels")),
+    AlbumentationsRule(
+        LIB, "GaussNoise", ("std_range", "mean_range", "per_channel", "noise_scale_factor", "p"),
+        {"std_range": (0.2, 0.44), "mean_range": (0.0, 0.0), "per_channel": True,
+         "noise_scale_factor": 1, "p": 0.5},
+        "noise.gaussian (stddev = std_range x 255 levels), probability p",
+        Verdict("equivalent", 2, reason="random numbers differ; clipping at 0 and 255 alike",
+                measure="noise_std"),
+        convert=_noise_convert,
+        reverse=_reverse("noise.gaussian", lambda s: None if _range_text(
+            s, "stddev", 1 / 255) is None else
+            f"A.GaussNoise(std_range={_range_text(s, 'stddev', 1 / 255)})"),
+        fixed=lambda a, shape: Fixed(
+            [step("noise.gaussian", stddev=pair(a["std_range"], "std_range")[1] * 255)],
+            alb("GaussNoise", std_range=(pair(a["std_range"], "s")[1],) * 2),
+            f"std {fmt(pair(a['std_range'], 's')[1] * 255)} levels"),
+        ignored={"var_limit": ("std_range", "the noise variance in squared pixel levels "
+                               "(std_range = sqrt(var) / 255)"),
+                 "mean": ("mean_range", "the noise mean in pixel levels (mean_range = "
+                          "mean / 255)")}),
     Rule(LIB, "ISONoise", ("color_shift", "intensity", "p"),
          {"color_shift": (0.01, 0.05), "intensity": (0.1, 0.5), "p": 0.5},
          "nearest: noise.gaussian (stddev = intensity x 45 levels)",
@@ -200,33 +217,44 @@ RULES = [
          fixed=lambda a, shape: Fixed([step("filter", kernel="box_blur",
                                             border="reflect_101")],
                                       alb("Blur", blur_limit=(3, 3)), "3x3")),
-    Rule(LIB, "CoarseDropout", ("num_holes_range", "hole_height_range", "hole_width_range",
-                                *_HOLES),
-         {"num_holes_range": (1, 2), "hole_height_range": (0.1, 0.2),
-          "hole_width_range": (0.1, 0.2), "fill": 0, "fill_mask": None, "p": 0.5},
-         "one erase step per hole (sizes as fractions, centre uniform, fill)",
-         Verdict("different", reason="holes may overhang the border (DALI clips them)"),
-         convert=_coarse_convert, fixed=_coarse_fixed, reverse=erase_reverse("A")),
-    Rule(LIB, "GridDropout", ("ratio", "random_offset", "unit_size_range", "holes_number_xy",
-                              "shift_xy", *_HOLES),
-         {"ratio": 0.5, "random_offset": True, "unit_size_range": None,
-          "holes_number_xy": None, "shift_xy": (0, 0), "fill": 0, "fill_mask": None, "p": 0.5},
-         "grid_mask (tile = unit size, ratio, random shift)",
-         Verdict("different", reason="DALI's grid covers the whole image from its own origin; "
-                 "Albumentations places whole holes"), convert=_grid_convert),
-    Rule(LIB, "ImageCompression", ("compression_type", "quality_range", "p"),
-         {"compression_type": "jpeg", "quality_range": (99, 100), "p": 0.5},
-         "jpeg_compression_distortion (quality uniform in quality_range)",
-         Verdict("equivalent", 16, 0.99, reason="different JPEG encoders"),
-         convert=_jpeg_convert,
-         reverse=_reverse("jpeg_compression_distortion", lambda s: None if span_of(
-             s, "quality") is None else "A.ImageCompression(quality_range=("
-             f"{int(span_of(s, 'quality')[0])}, {int(span_of(s, 'quality')[1])}))"),
-         fixed=lambda a, shape: Fixed(
-             [step("jpeg_compression_distortion", quality=int(pair(a["quality_range"], "q")[1]))],
-             alb("ImageCompression", quality_range=(int(pair(a["quality_range"], "q")[1]),) * 2),
-             "quality"),
-         aliases={"quality_lower": "quality_range"}),
+    AlbumentationsRule(
+        LIB, "CoarseDropout", ("num_holes_range", "hole_height_range", "hole_width_range",
+                               *_HOLES),
+        {"num_holes_range": (1, 2), "hole_height_range": (0.1, 0.2),
+         "hole_width_range": (0.1, 0.2), "fill": 0, "fill_mask": None, "p": 0.5},
+        "one erase step per hole (sizes as fractions, centre uniform, fill)",
+        Verdict("different", reason="holes may overhang the border (DALI clips them)"),
+        convert=_coarse_convert, fixed=_coarse_fixed, reverse=erase_reverse("A"),
+        ignored=_HOLES_1X),
+    AlbumentationsRule(
+        LIB, "GridDropout", ("ratio", "random_offset", "unit_size_range", "holes_number_xy",
+                             "shift_xy", *_HOLES),
+        {"ratio": 0.5, "random_offset": True, "unit_size_range": None,
+         "holes_number_xy": None, "shift_xy": (0, 0), "fill": 0, "fill_mask": None, "p": 0.5},
+        "grid_mask (tile = unit size, ratio, random shift)",
+        Verdict("different", reason="DALI's grid covers the whole image from its own origin; "
+                "Albumentations places whole holes"), convert=_grid_convert,
+        ignored={"unit_size_min": ("unit_size_range", "the smallest grid unit"),
+                 "unit_size_max": ("unit_size_range", "the largest grid unit"),
+                 "holes_number_x": ("holes_number_xy", "the holes across"),
+                 "holes_number_y": ("holes_number_xy", "the holes down"),
+                 "shift_x": ("shift_xy", "the grid's x offset"),
+                 "shift_y": ("shift_xy", "the grid's y offset"), **_FILL_1X}),
+    AlbumentationsRule(
+        LIB, "ImageCompression", ("compression_type", "quality_range", "p"),
+        {"compression_type": "jpeg", "quality_range": (99, 100), "p": 0.5},
+        "jpeg_compression_distortion (quality uniform in quality_range)",
+        Verdict("equivalent", 16, 0.99, reason="different JPEG encoders"),
+        convert=_jpeg_convert,
+        reverse=_reverse("jpeg_compression_distortion", lambda s: None if span_of(
+            s, "quality") is None else "A.ImageCompression(quality_range=("
+            f"{int(span_of(s, 'quality')[0])}, {int(span_of(s, 'quality')[1])}))"),
+        fixed=lambda a, shape: Fixed(
+            [step("jpeg_compression_distortion", quality=int(pair(a["quality_range"], "q")[1]))],
+            alb("ImageCompression", quality_range=(int(pair(a["quality_range"], "q")[1]),) * 2),
+            "quality"),
+        ignored={"quality_lower": ("quality_range", "the lowest quality"),
+                 "quality_upper": ("quality_range", "the highest quality")}),
     Rule(LIB, "Sharpen", ("alpha", "lightness", "method", "kernel_size", "sigma", "p"),
          {"alpha": (0.2, 0.5), "lightness": (0.5, 1.0), "method": "kernel", "kernel_size": 5,
           "sigma": 1.0, "p": 0.5},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .albumentations_legacy import FILL, AlbumentationsRule
 from .reference import alb
 from .rules import (
     IDENTICAL,
@@ -170,8 +171,21 @@ def _smallest_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
                           interpolation=a["interpolation"]), f"shorter side {fmt(size)}")
 
 
+def _size(a: Args) -> tuple[int, int]:
+    """RandomResizedCrop's size: Albumentations 2 takes (height, width) and rejects a single
+    number when the transform is built."""
+    size = a["size"]
+    if not isinstance(size, list) or len(size) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size):
+        raise Refused(f"size={size!r}: Albumentations takes size=(height, width), two positive "
+                      "integers (a single number is rejected when the transform is built)",
+                      nearest=f"size=({size}, {size})" if isinstance(size, int) and
+                      not isinstance(size, bool) else "size=(224, 224)")
+    return size[0], size[1]
+
+
 def _rrc_convert(a: Args, c: Context) -> Conversion:
-    h, w = (int(v) for v in sequence(a["size"]))
+    h, w = _size(a)
     if h != w:
         raise Refused(f"size {h}x{w}: the catalog's random_resized_crop makes square crops",
                       nearest=f"random_resized_crop(size={max(h, w)}) followed by crop")
@@ -183,7 +197,7 @@ def _rrc_convert(a: Args, c: Context) -> Conversion:
 
 
 def _rrc_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
-    h = int(list(sequence(a["size"]))[0])
+    h = _size(a)[0]
     aspect = shape[1] / shape[0]
     steps = [step("random_resized_crop", size=h, area_min=1.0, area_max=1.0,
                   aspect_min=aspect, aspect_max=aspect, antialias=False)]
@@ -242,12 +256,14 @@ RULES = [
                                             interp_type="nn")],
                                       lambda img: __import__("numpy").rot90(img, 1).copy(),
                                       "90 deg")),
-    Rule(LIB, "Rotate", ("limit", "interpolation", "border_mode", "rotate_method", "crop_border",
-                         "mask_interpolation", "fill", "fill_mask", "p"),
-         {"limit": (-90, 90), "rotate_method": "largest_box", "crop_border": False, "p": 0.5,
-          **_GEOMETRY_DEFAULTS},
-         "rotate (angle uniform in limit, counter-clockwise in both; fill), probability p",
-         LINEAR_WARP, convert=_rotate_convert, fixed=_rotate_fixed, reverse=_rotate_reverse),
+    AlbumentationsRule(
+        LIB, "Rotate", ("limit", "interpolation", "border_mode", "rotate_method", "crop_border",
+                        "mask_interpolation", "fill", "fill_mask", "p"),
+        {"limit": (-90, 90), "rotate_method": "largest_box", "crop_border": False, "p": 0.5,
+         **_GEOMETRY_DEFAULTS},
+        "rotate (angle uniform in limit, counter-clockwise in both; fill), probability p",
+        LINEAR_WARP, convert=_rotate_convert, fixed=_rotate_fixed, reverse=_rotate_reverse,
+        ignored=FILL),
     Rule(LIB, "CenterCrop", _CROP, {**_CROP_DEFAULTS, "p": 1.0},
          "crop at (0.5, 0.5), or the output tail's crop when it ends the pipeline",
          Verdict("different", reason="an odd margin shifts the window by 1 pixel: DALI rounds "

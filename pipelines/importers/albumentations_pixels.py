@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .albumentations_legacy import AlbumentationsRule
 from .bins import (
     posterize_bin,
     posterize_bits,
@@ -137,7 +138,7 @@ def _bc_reverse(s: dict[str, Any]) -> str | None:
 def _clahe_convert(a: Args, c: Context) -> Conversion:
     clip = a["clip_limit"]
     lo, hi = pair(clip, "clip_limit") if isinstance(clip, list) else (1.0, number(clip, "clip"))
-    tiles = [int(v) for v in sequence(a["tile_grid_size"])]
+    tiles = _tiles(a)
     conv = Conversion([step("clahe", _p(a), tiles_x=tiles[-1], tiles_y=tiles[0],
                             clip_limit=round((lo + hi) / 2, 3), luma_only=True)])
     if lo != hi:
@@ -147,6 +148,16 @@ def _clahe_convert(a: Args, c: Context) -> Conversion:
                                "middle of the range); at one clip limit the outputs are "
                                "identical")
     return conv
+
+
+def _tiles(a: Args) -> tuple[int, int]:
+    """CLAHE's tile_grid_size: (rows, columns), two positive integers."""
+    g = a["tile_grid_size"]
+    if not isinstance(g, list) or len(g) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in g):
+        raise Refused(f"tile_grid_size={g!r}: CLAHE takes (rows, columns), two positive "
+                      "integers", nearest="tile_grid_size=(8, 8)")
+    return g[0], g[1]
 
 
 def _solarize_convert(a: Args, c: Context) -> Conversion:
@@ -167,10 +178,10 @@ def _posterize_convert(a: Args, c: Context) -> Conversion:
     bits = a["num_bits"]
     if isinstance(bits, list):
         lo, hi = (int(v) for v in pair(bits, "num_bits"))
-        bins = [posterize_bin(b) for b in range(lo, hi + 1) if 4 <= b <= 7]
-        if len(bins) != hi - lo + 1:
+        if not 4 <= lo <= hi <= 7:
             raise Refused(f"num_bits {bits}: DALI's posterize keeps 4 to 7 bits",
                           nearest="(4, 7)")
+        bins = [posterize_bin(b) for b in range(lo, hi + 1)]
         return Conversion([step("auto_aug.posterize", _p(a), magnitude_bin={"choice": bins})])
     return posterize_convert(bits, _p(a))
 
@@ -251,7 +262,7 @@ RULES = [
                           f"{s['params']['tiles_y']}, {s['params']['tiles_x']}))"),
          fixed=lambda a, shape: Fixed(_clahe_convert({**a, "p": 1.0}, Context(LIB)).steps,
                                       alb("CLAHE", clip_limit=(_clip(a),) * 2,
-                                          tile_grid_size=tuple(a["tile_grid_size"])),
+                                          tile_grid_size=_tiles(a)),
                                       f"clip {fmt(_clip(a))}")),
     Rule(LIB, "ToGray", ("num_output_channels", "method", "p"),
          {"num_output_channels": 3, "method": "weighted_average", "p": 0.5},
@@ -283,19 +294,22 @@ RULES = [
              [step("auto_aug.posterize", magnitude_bin=posterize_bin(max(sequence(
                  a["num_bits"]))))], alb("Posterize", num_bits=max(sequence(a["num_bits"]))),
              f"{max(sequence(a['num_bits']))} bits")),
-    Rule(LIB, "Solarize", ("threshold_range", "p"), {"threshold_range": (0.5, 0.5), "p": 0.5},
-         "auto_aug.solarize (threshold x 255 -> nearest of 31 bins)",
-         Verdict("identical", reason="when the threshold falls on a bin"),
-         convert=_solarize_convert,
-         reverse=_reverse("auto_aug.solarize", lambda s: None if lit(s, "magnitude_bin") is None
-                          else "A.Solarize(threshold_range=(" + ", ".join(
-                              [fmt(solarize_threshold(lit(s, "magnitude_bin")) / 255)] * 2)
-                          + "))"),
-         fixed=lambda a, shape: Fixed(
-             [step("auto_aug.solarize", magnitude_bin=solarize_bin(
-                 pair(a["threshold_range"], "t")[1] * 255)[0])],
-             alb("Solarize", threshold_range=(pair(a["threshold_range"], "t")[1],) * 2),
-             "threshold")),
+    AlbumentationsRule(
+        LIB, "Solarize", ("threshold_range", "p"), {"threshold_range": (0.5, 0.5), "p": 0.5},
+        "auto_aug.solarize (threshold x 255 -> nearest of 31 bins)",
+        Verdict("identical", reason="when the threshold falls on a bin"),
+        convert=_solarize_convert,
+        reverse=_reverse("auto_aug.solarize", lambda s: None if lit(s, "magnitude_bin") is None
+                         else "A.Solarize(threshold_range=(" + ", ".join(
+                             [fmt(solarize_threshold(lit(s, "magnitude_bin")) / 255)] * 2)
+                         + "))"),
+        fixed=lambda a, shape: Fixed(
+            [step("auto_aug.solarize", magnitude_bin=solarize_bin(
+                pair(a["threshold_range"], "t")[1] * 255)[0])],
+            alb("Solarize", threshold_range=(pair(a["threshold_range"], "t")[1],) * 2),
+            "threshold"),
+        ignored={"threshold": ("threshold_range", "the threshold in pixel levels "
+                               "(threshold_range = threshold / 255)")}),
 ]
 
 

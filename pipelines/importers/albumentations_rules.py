@@ -14,6 +14,7 @@ from . import (
     albumentations_warps,
 )
 from .albumentations_geometry import _GEOMETRY_DEFAULTS
+from .albumentations_legacy import accepting_legacy
 from .reference import alb
 from .rules import (
     REQUIRED,
@@ -35,12 +36,29 @@ LIB = "albumentations"
 
 
 def _normalize_values(a: Args) -> tuple[list[float], list[float]]:
+    """Albumentations computes (img - mean * max_pixel_value) / (std * max_pixel_value); the
+    output tail subtracts mean * 255 and divides by std * 255, so both scale by
+    max_pixel_value / 255 (mean and std in pixel units with max_pixel_value=1, mmdet-style)."""
     if a["normalization"] != "standard":
         raise Refused(f"normalization {a['normalization']!r}: the output tail subtracts a fixed "
                       "mean and divides by a fixed std", nearest="normalization='standard'")
-    scale = 255 / number(a["max_pixel_value"] or 255, "max_pixel_value")
-    mean = [number(v, "mean") * scale for v in sequence(a["mean"] or [0.0])]
-    std = [number(v, "std") * scale for v in sequence(a["std"] or [1.0])]
+    top = number(a["max_pixel_value"], "max_pixel_value")
+    if top <= 0:
+        raise Refused(f"max_pixel_value {top:g} must be positive (the value of a white pixel, "
+                      "255 for uint8 images)", nearest="max_pixel_value=255")
+    mean = [float(f"{number(v, 'mean') * top / 255:.12g}") for v in sequence(a["mean"])]
+    std = [float(f"{number(v, 'std') * top / 255:.12g}") for v in sequence(a["std"])]
+    for key, values in (("mean", mean), ("std", std)):
+        if len(values) not in (1, 3):
+            raise Refused(f"{key} {a[key]!r} has {len(values)} values; the output tail takes "
+                          "1 or 3 (one per RGB channel)")
+    if not all(v > 0 for v in std):
+        raise Refused(f"std {a['std']!r}: the output tail divides by a positive std")
+    if not all(abs(v) < 1e4 for v in mean):
+        raise Refused(f"mean {a['mean']!r} with max_pixel_value {top:g} is "
+                      f"{[float(f'{v:.6g}') for v in mean]} in fractions of 255; the output "
+                      "tail takes means within +-1e4", nearest="mean in [0, 1] with "
+                      "max_pixel_value=255, or in pixel levels with max_pixel_value=1")
     return mean, std
 
 
@@ -52,15 +70,22 @@ def _normalize_convert(a: Args, c: Context) -> Conversion:
 
 def _normalize_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
     mean, std = _normalize_values(a)
-    ref = alb("Normalize", mean=tuple(a["mean"]), std=tuple(a["std"]),
+    ref = alb("Normalize", mean=_given(a["mean"]), std=_given(a["std"]),
               max_pixel_value=a["max_pixel_value"])
     return Fixed([], lambda img: np.asarray(ref(img), dtype=np.float32), "normalised",
                  tail={"mean": mean, "std": std})
 
 
+def _given(v: Any) -> Any:
+    """A bound argument back as the library takes it (a list as a tuple)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
 def _to_float(a: Args, c: Context) -> Conversion:
     c.scaled = True
-    top = number(a["max_value"] or 255, "max_value")
+    top = 255.0 if a["max_value"] is None else number(a["max_value"], "max_value")
+    if top <= 0:
+        raise Refused(f"max_value {top:g} must be positive (None: 255 for uint8 images)")
     return Conversion(tail={"dtype": "float32", "mean": [0.0], "std": [top / 255]})
 
 
@@ -68,12 +93,13 @@ def _container(name: str, params: tuple[str, ...], defaults: dict[str, Any], wha
     return container(LIB, name, params, defaults, what)
 
 
-RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
-         + albumentations_pixels.RULES + albumentations_filters.RULES) + [
+_RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
+          + albumentations_pixels.RULES + albumentations_filters.RULES) + [
     Rule(LIB, "Normalize", ("mean", "std", "max_pixel_value", "normalization", "p"),
          {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "max_pixel_value": 255.0,
           "normalization": "standard", "p": 1.0},
-         "output tail mean/std (fractions of max_pixel_value), float32",
+         "output tail mean/std x max_pixel_value / 255 (Albumentations' fractions of "
+         "max_pixel_value as fractions of 255), float32",
          Verdict("equivalent", 0.01, reason="float rounding"),
          convert=_normalize_convert, fixed=_normalize_fixed),
     conversion(LIB, "ToTensorV2", ("transpose_mask", "p"), {"transpose_mask": False, "p": 1.0},
@@ -168,3 +194,5 @@ RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
                 {"channel_drop_range": (1, 1), "fill": 0, "p": 0.5},
                 "no catalog step drops a channel", "color_twist (saturation)"),
 ]
+RULES = [accepting_legacy(rule) for rule in _RULES]
+"""Every rule reads always_apply as Albumentations 2 does (ignored, with a note)."""

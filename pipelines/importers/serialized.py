@@ -18,10 +18,13 @@ from .source import MAX_DEPTH, MAX_ITEMS, MAX_NODES, MAX_NUMBER, MAX_STRING, Cal
 MAX_SERIALIZED = 256_000
 """Characters of a saved pipeline (to_dict output is verbose: ~400 characters a transform)."""
 
-_IGNORED = {"__class_fullname__", "always_apply", "additional_targets", "bbox_params",
-            "keypoint_params", "is_check_shapes", "strict", "seed", "save_applied_params",
-            "mask_interpolation", "__version__", "id"}
+_IGNORED = {"__class_fullname__", "additional_targets", "bbox_params", "keypoint_params",
+            "is_check_shapes", "strict", "seed", "save_applied_params", "mask_interpolation",
+            "__version__", "id"}
 """Keys that say nothing about the image pixels (targets, bookkeeping)."""
+_UNSET = {"always_apply": False}
+"""Keys a 1.x file writes on every transform, left out at this value (it changes nothing);
+``always_apply: true`` is passed on, for the rule to say how Albumentations 2 reads it."""
 
 
 class SerializedRefused(ValueError):
@@ -80,7 +83,7 @@ class _Walker:
         module = name.rsplit(".", 1)[0] if "." in name else "albumentations"
         kwargs = {}
         for key, value in d.items():
-            if key in _IGNORED:
+            if key in _IGNORED or (key in _UNSET and value is _UNSET[key]):
                 continue
             if not isinstance(key, str):
                 raise SerializedRefused(f"{where} ({short}): keys must be strings")

@@ -85,6 +85,18 @@ def test_the_report_shows_both_outputs_the_difference_and_the_time(engine):
     assert data["comparisons"][0]["holds"] is True and data["images"] == 3
 
 
+@pytest.mark.parametrize("normalize", [
+    "A.Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), max_pixel_value=127.5)",
+    "A.Normalize(mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), "
+    "max_pixel_value=1.0)"], ids=["127.5", "mmdet"])
+def test_normalize_with_another_max_pixel_value_matches_albumentations_in_dali(normalize,
+                                                                               engine):
+    result = import_pipeline(f"import albumentations as A\nA.Compose([{normalize}])")
+    report = parity_report(result, engine.images[:2], engines={"cpu": engine}, timing=False)
+    (norm,) = report.comparisons
+    assert norm.holds is True and norm.max_diff < 0.01, norm.measured()
+
+
 def test_a_claim_that_does_not_hold_is_reported_as_such(engine):
     """The check is real: a rule claiming identity for a transform DALI does differently is
     caught (torchvision's equalize follows PIL, DALI's OpenCV)."""

@@ -155,6 +155,34 @@ def test_a_saved_pipeline_imports_from_json_and_yaml():
         assert result.origin == "Albumentations serialized pipeline"
 
 
+def test_a_saved_affine_or_shift_scale_rotate_without_a_shift_reports_no_translation():
+    A = importlib.import_module("albumentations")
+    pipeline = A.Compose([A.Affine(rotate=(-10, 30), keep_ratio=True, p=0.7),
+                          A.ShiftScaleRotate(shift_limit_x=0, shift_limit_y=0, p=0.5),
+                          A.ShiftScaleRotate(shift_limit_x=0.1, shift_limit_y=0, p=0.5)])
+    text = json.dumps(A.to_dict(pipeline))  # as A.save writes it
+    affine, still, _ = json.loads(text)["transform"]["transforms"]
+    assert affine["translate_px"] == {"x": [0, 0], "y": [0, 0]}
+    assert "shift_limit" not in still and still["shift_limit_x"] == [0, 0]
+    result = import_pipeline(text)
+    items = result.transforms
+    assert [("translation" in t.verdict.reason) for t in items] == [False, False, True]
+    assert [any("translation dropped" in n for n in t.notes) for t in items] == [
+        False, False, True]
+    assert items[0].verdict.kind == "equivalent"  # rotation alone, one resampling
+
+
+def test_a_saved_always_apply_true_is_read_as_albumentations_2_reads_it():
+    saved = _saved()
+    saved["transform"]["transforms"][0]["always_apply"] = True  # a 1.x file
+    result = import_pipeline(json.dumps(saved))
+    flip, rotate = result.transforms
+    assert flip.status == rotate.status == "imported"
+    assert result.preset.steps[0].probability == 0.5
+    assert flip.notes and flip.notes[0].startswith("always_apply=True ignored")
+    assert not rotate.notes  # always_apply: false says nothing
+
+
 def test_saved_pipelines_are_data_within_budgets():
     with pytest.raises(SerializedRefused, match="NaN is not allowed"):
         parse_serialized('{"transform": {"__class_fullname__": "Compose", "p": NaN}}')

@@ -1,0 +1,236 @@
+"""Albumentations transforms whose meaning hangs on a detail, checked against the installed
+Albumentations itself: independent x/y scale in Affine / ShiftScaleRotate, Normalize's
+max_pixel_value, translations that are zero, the 1.x arguments Albumentations 2 ignores, and
+a malformed size refused for its transform alone."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+from dali_gallery.pipelines.importers import import_pipeline
+
+A = importlib.import_module("albumentations")
+HEAD = "import albumentations as A\nA.Compose([\n"
+
+
+def imported(*transforms: str):
+    """The import of A.Compose([...]) of the transforms (one a line, from line 3 on)."""
+    return import_pipeline(HEAD + "".join(f"    A.{t},\n" for t in transforms) + "])")
+
+
+def library(code: str):
+    """The transform built by Albumentations itself, and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = eval(f"A.{code}", {"A": A})  # the test's own literals
+    return t, [str(w.message) for w in caught]
+
+
+def drawn_scales(code: str, n: int = 200) -> np.ndarray:
+    """(x, y) scale pairs Albumentations draws for the transform."""
+    t, _ = library(code)
+    t.set_random_seed(0)
+    img = np.zeros((60, 80, 3), np.uint8)
+    return np.array([[p["scale"]["x"], p["scale"]["y"]] for p in (
+        t.get_params_dependent_on_data({"shape": img.shape}, {"image": img})
+        for _ in range(n))])
+
+
+# ---- Affine / ShiftScaleRotate: x and y scale -----------------------------------------------
+
+ANISOTROPIC = ["Affine(scale=(0.8, 1.2), p=1)", "Affine(scale={'x': (0.8, 1.2), 'y': 1.0})",
+               "ShiftScaleRotate(shift_limit=0, scale_limit=0.2, rotate_limit=0, p=1)"]
+ISOTROPIC = ["Affine(scale=(0.8, 1.2), keep_ratio=True, p=1)", "Affine(scale=1.2, p=1)",
+             "Affine(scale={'x': 1.1, 'y': 1.1})",
+             "ShiftScaleRotate(shift_limit=0, scale_limit=0, rotate_limit=15, p=1)"]
+
+
+@pytest.mark.parametrize("code", ANISOTROPIC)
+def test_independent_x_and_y_scale_is_reported_as_a_difference(code):
+    scales = drawn_scales(code)
+    assert np.ptp(scales[:, 0] / scales[:, 1]) > 0.1  # Albumentations stretches the image
+    item = imported(code).transforms[0]
+    assert item.status == "imported" and item.verdict.kind == "different"
+    assert "x and y scale independently" in item.verdict.reason
+    assert any("one zoom factor" in n and "keep_ratio=True" in n for n in item.notes)
+
+
+@pytest.mark.parametrize("code", ISOTROPIC)
+def test_one_scale_for_both_axes_stays_equivalent(code):
+    scales = drawn_scales(code)
+    assert np.array_equal(scales[:, 0], scales[:, 1])  # y follows x, or one value for both
+    item = imported(code).transforms[0]
+    assert item.verdict.kind == "equivalent" and item.verdict.levels == 1, item.verdict.line()
+    assert not item.notes
+
+
+def test_keep_ratio_with_two_scale_ranges_is_refused_as_albumentations_refuses_it():
+    code = "Affine(scale={'x': (0.8, 1.2), 'y': 1.0}, keep_ratio=True)"
+    with pytest.raises(ValueError, match="keep_ratio"):
+        library(code)
+    item = imported(code).transforms[0]
+    assert item.status == "not imported"
+    assert "scale x [0.8, 1.2] and y [1.0, 1.0] differ with keep_ratio=True" in \
+        item.verdict.reason
+
+
+def test_balanced_scale_over_unequal_halves_is_a_difference():
+    item = imported("Affine(scale=(0.5, 1.2), keep_ratio=True, balanced_scale=True)")
+    assert item.transforms[0].verdict.kind == "different"
+    assert "balanced_scale" in item.transforms[0].verdict.reason
+    even = imported("Affine(scale=(0.8, 1.2), keep_ratio=True, balanced_scale=True)")
+    assert even.transforms[0].verdict.kind == "equivalent"  # equal halves: uniform all over
+
+
+# ---- translations that are zero ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code, moves", [
+    ("Affine(rotate=10, translate_px={'x': (0, 0), 'y': (0, 0)}, keep_ratio=True)", False),
+    ("Affine(rotate=10, translate_percent=0.0, keep_ratio=True)", False),
+    ("Affine(rotate=10, translate_px={'x': (-4, 4)}, keep_ratio=True)", True),
+    ("ShiftScaleRotate(shift_limit=0.2, shift_limit_x=0, shift_limit_y=0, scale_limit=0)", False),
+    ("ShiftScaleRotate(shift_limit=0, shift_limit_y=0.1, scale_limit=0)", True),
+    ("ShiftScaleRotate(scale_limit=0)", True),  # the default shift_limit, 0.0625
+])
+def test_a_translation_is_reported_only_when_the_library_moves_the_image(code, moves):
+    t, _ = library(code)
+    ranges = t.translate_px if t.translate_percent is None else t.translate_percent
+    assert any(v != 0 for r in ranges.values() for v in r) == moves
+    item = imported(code).transforms[0]
+    assert ("translation" in item.verdict.reason) == moves, item.verdict.line()
+    assert any("translation dropped" in n for n in item.notes) == moves
+
+
+# ---- Normalize --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", [
+    "Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), max_pixel_value=127.5)",
+    "Normalize(mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), "
+    "max_pixel_value=1.0)",
+    "Normalize()",
+    "Normalize(mean=0.5, std=0.2, max_pixel_value=100)",
+])
+def test_normalize_matches_albumentations_for_any_max_pixel_value(code):
+    result = imported(code)
+    assert result.transforms[0].status == "tail"
+    out = result.preset.output
+    img = np.random.default_rng(0).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    ours = (img - np.asarray(out.mean) * 255) / (np.asarray(out.std) * 255)
+    theirs = library(code)[0](image=img)["image"]
+    np.testing.assert_allclose(ours, theirs, atol=1e-4)
+
+
+def test_normalize_at_max_pixel_value_127_5_gives_albumentations_number():
+    out = imported("Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), "
+                   "max_pixel_value=127.5)").preset.output
+    assert (200 - out.mean[0] * 255) / (out.std[0] * 255) == pytest.approx(4.2745, abs=1e-4)
+
+
+@pytest.mark.parametrize("code, needle", [
+    ("Normalize(max_pixel_value=None)", "max_pixel_value must be a number, got None"),
+    ("Normalize(max_pixel_value=0)", "max_pixel_value 0 must be positive"),
+    ("Normalize(mean=(1, 2, 3, 4), std=(1, 1, 1, 1))", "has 4 values"),
+])
+def test_a_normalize_the_tail_cannot_hold_is_refused_alone(code, needle):
+    result = imported("HorizontalFlip()", code)
+    flip, norm = result.transforms
+    assert flip.status == "imported" and norm.status == "not imported"
+    assert needle in norm.verdict.reason, norm.verdict.reason
+    assert result.preset.output is None
+
+
+# ---- arguments of Albumentations 1.x ---------------------------------------------------------
+
+LEGACY = [  # (1.x call, the same without the 1.x argument, the 2.x argument, the 1.x one)
+    ("HorizontalFlip(always_apply=True)", "HorizontalFlip()", "p", "always_apply"),
+    ("Normalize(always_apply=True)", "Normalize()", "p", "always_apply"),
+    ("CoarseDropout(max_holes=8, max_height=0.1, max_width=0.1, p=0.5)",
+     "CoarseDropout(p=0.5)", "num_holes_range", "max_holes"),
+    ("GaussNoise(var_limit=(10, 50), p=1)", "GaussNoise(p=1)", "std_range", "var_limit"),
+    ("Rotate(limit=10, value=5, p=1)", "Rotate(limit=10, p=1)", "fill", "value"),
+    ("ShiftScaleRotate(value=5, mask_value=1)", "ShiftScaleRotate()", "fill", "value"),
+    ("ImageCompression(quality_lower=50)", "ImageCompression()", "quality_range",
+     "quality_lower"),
+]
+
+
+@pytest.mark.parametrize("old, new, now, name", LEGACY)
+def test_1x_arguments_are_ignored_as_albumentations_2_ignores_them(old, new, now, name):
+    t_old, said = library(old)
+    t_new, _ = library(new)
+    assert any(f"'{name}" in w and "are not valid" in w for w in said), said
+    assert getattr(t_old, now) == getattr(t_new, now)  # the 2.x argument keeps its value
+    ours, plain = imported(old), imported(new)
+    assert ours.preset.to_dict() == plain.preset.to_dict()
+    item = ours.transforms[0]
+    assert item.status == plain.transforms[0].status != "not imported"
+    assert item.verdict == plain.transforms[0].verdict
+    note = item.notes[0]
+    assert note.startswith(f"{name}=") and "ignored, as Albumentations 2 does" in note
+    assert f"keeping {now}=" in note and f"(2.x: {now})" in note
+
+
+def test_every_declared_1x_argument_is_gone_from_albumentations_2_and_names_its_successor():
+    from dali_gallery.pipelines.importers.albumentations_legacy import AlbumentationsRule
+    from dali_gallery.pipelines.importers.table import all_rules
+
+    rules = [r for r in all_rules().values() if r.library == "albumentations"]
+    assert all(isinstance(r, AlbumentationsRule) for r in rules if r.kind != "container")
+    declared = [(r, old, now) for r in rules if isinstance(r, AlbumentationsRule)
+                for old, (now, _) in r.ignored.items()]
+    assert len(declared) >= 25
+    for rule, old, now in declared:
+        assert old not in rule.params and now in rule.params, (rule.name, old, now)
+
+
+def test_always_apply_false_changes_nothing_and_says_nothing():
+    item = imported("HorizontalFlip(always_apply=False)").transforms[0]
+    assert item.status == "imported" and not item.notes
+
+
+def test_an_unknown_argument_is_still_refused_and_containers_refuse_always_apply():
+    result = imported("Blur(blur_limt=3)", "OneOf([A.Blur()], always_apply=True)",
+                      "VerticalFlip()")
+    blur, oneof, flip = result.transforms
+    assert blur.status == "not imported" and "'blur_limt' is not an argument of Blur" in \
+        blur.verdict.reason
+    with pytest.raises(TypeError):  # Albumentations' containers take no always_apply
+        library("OneOf([A.Blur()], always_apply=True)")
+    assert oneof.status == "not imported" and "'always_apply'" in oneof.verdict.reason
+    assert flip.status == "imported"
+
+
+# ---- a malformed argument refuses its transform only -----------------------------------------
+
+
+@pytest.mark.parametrize("code, needle, nearest", [
+    ("RandomResizedCrop(size=224)", "size=224: Albumentations takes size=(height, width)",
+     "size=(224, 224)"),
+    ("RandomResizedCrop(size=(224,))", "size=[224]", "size=(224, 224)"),
+    ("CLAHE(tile_grid_size=8)", "tile_grid_size=8: CLAHE takes (rows, columns)",
+     "tile_grid_size=(8, 8)"),
+])
+def test_a_malformed_size_refuses_that_transform_and_the_rest_imports(code, needle, nearest):
+    with pytest.raises(ValueError):  # Albumentations rejects it when the transform is built
+        library(code)
+    result = imported("HorizontalFlip()", code, "VerticalFlip()")
+    flip, bad, vflip = result.transforms
+    assert bad.status == "not imported" and bad.call.line == 4
+    assert needle in bad.verdict.reason and bad.nearest == nearest
+    assert flip.status == vflip.status == "imported" and len(result.preset.steps) == 2
+
+
+def test_a_huge_kernel_or_bit_range_is_refused_before_it_is_listed():
+    """blur_limit (3, 1e9) once listed half a billion window sizes (memory ran out)."""
+    result = imported("MedianBlur(blur_limit=(3, 1e9))", "Posterize(num_bits=(4, 1e9))",
+                      "MedianBlur(blur_limit=(3, 7))")
+    median, bits, small = result.transforms
+    assert median.status == bits.status == "not imported"
+    assert "at most 31 px" in median.verdict.reason and "4 to 7 bits" in bits.verdict.reason
+    assert small.status == "imported"
