@@ -246,13 +246,13 @@ def _pixel_window(images, anchor, shape):
     so a small scale with a large aspect (0.05 and 4 of a 64 px image: 0.8 rows) or a
     side of an extreme image (1 px wide) is under a pixel; ``fn.slice`` rounds its start
     and end to one pixel, and later operators crash on the empty image (blur and
-    laplacian segfault). Such a side becomes the one pixel holding the window's centre
-    (a geometric guarantee: no parameter changes); any other side stays DALI's, bit for
-    bit (the margin covers slice's rounding in double)."""
-    size = _wh(images)
-    thin = shape * size < 1.001  # a 0/1 factor below: other sides stay DALI's exactly
-    pixel = dmath.min(dmath.floor((anchor + 0.5 * shape) * size), size - 1.0) / size
-    return anchor + thin * (pixel - anchor), shape + thin * (1.0 / size - shape)
+    laplacian segfault). Such a side is widened to 1.001 px (the margin covers slice's
+    rounding), moved back inside the image when that passes its far edge: a geometric
+    guarantee, no parameter changes. Any other window is DALI's, bit for bit. Four small
+    operators: the exported pipeline runs them every batch."""
+    least = dmath.min(1.001 / _wh(images), 1.0)
+    shape = dmath.max(shape, least)
+    return dmath.min(anchor, 1.0 - shape), shape
 
 
 def _bbox_crop(images, scaling, aspect, min_iou, seed):
@@ -297,10 +297,11 @@ def _bbox_crop_labels(
     those keeping less than ``min_kept`` of their area (``bbox_prune_threshold``).
     The classes and the keypoints (their float32 bits as int32) ride along as the
     boxes' label columns, so they drop with them; the keypoints then move into the
-    window. A side under a pixel is widened to one (:func:`_pixel_window`): the boxes
-    DALI kept and clipped move onto it, clipped to it, and the keypoints and kept
-    fractions are the widened window's. Returns the images, boxes, classes, keypoints,
-    the kept fraction of each box that entered, and the masks when given."""
+    window. A side under a pixel is widened (:func:`_pixel_window`): the boxes stay
+    relative to DALI's window (within the one pixel that side of the cut has), the
+    keypoints and kept fractions are the widened window's. Returns the images, boxes,
+    classes, keypoints, the kept fraction of each box that entered, and the masks when
+    given."""
     k = keypoints.shape(dtype=types.INT32)
     bits = fn.reinterpret(keypoints, dtype=types.INT32)
     columns = fn.cat(
@@ -318,12 +319,7 @@ def _bbox_crop_labels(
         bbox_prune_threshold=min_kept,
         seed=seed,
     )
-    drawn, extent = anchor, shape
-    anchor, shape = _pixel_window(images, drawn, extent)
-    stretch, shift = extent / shape, (drawn - anchor) / shape  # 1 and 0 where unchanged
-    out_boxes = dmath.clamp(  # relative to DALI's window: to the window cut
-        out_boxes * fn.cat(stretch, stretch) + fn.cat(shift, shift), 0.0, 1.0
-    )
+    anchor, shape = _pixel_window(images, anchor, shape)
 
     def cut(x):
         return fn.slice(
