@@ -196,7 +196,7 @@ OPS = [
         ),
         magnitude="scale_min",
         # at least 1x1: a side under a pixel (a small scale with an extreme aspect, DALI
-        # drawing the height from the width) is cut as one pixel (_pixel_window)
+        # drawing the height from the width) is widened to 1.001 px (_pixel_window)
         canvas=Window(),
         # no one schema: random_bbox_crop (CPU) draws the window, slice (CPU, GPU) cuts it
         # the window is drawn from the boxes themselves when labels are in the chain
