@@ -83,7 +83,7 @@ class Builder:
         self.image_problems: list[ImageProblem] = []
         self._ui = threading.RLock()
         self._code: tuple[str, str] = ("", "")
-        self._export_dirty = True
+        self._export_dirty, self._export_key = True, ()  # the Export tab's made from the key
         self._restorable: Preset | None = None
         self.picker = Picker(resolve(device), self._add_from_picker, catalog,
                              on_visible=lambda names: self.live.want_thumbnails(names))
@@ -360,16 +360,18 @@ class Builder:
     # ---- export and autosave (when the preview is idle) ---------------------------------------
 
     def _on_idle(self) -> None:
+        """Autosave, and refresh the Export tab when anything it shows changed: the pipeline,
+        the labels (loaded, removed, the drop threshold), the view its command reproduces."""
         self._save()
-        if not self._export_dirty:
-            return
         with self._ui:
-            self._export_dirty = False
-            preset = self.model.preset
-            source = self.live.source
+            preset, source = self.model.preset, self.live.source
             note = source.cli_note if source is not None else (
                 "The preview images are not one folder on the server: put the same files "
                 "in a folder and pass it to --images.")
+            key = (preset.to_json(indent=None), repr(self.labels.export_set), self.cli_command)
+            if not self._export_dirty and key == self._export_key:
+                return
+            self._export_dirty, self._export_key = False, key
             try:
                 code = self.code
             except ValueError as e:  # labels loaded and a step or the tail cannot move them
@@ -384,7 +386,7 @@ class Builder:
         if preset is not None and preset.to_dict() != self.model.preset.to_dict():
             self._restorable = preset  # kept: the first edit here overwrites the file
             self.restore_button.description = f"restore autosaved pipeline ({found.message})"
-            self.restore_button.tooltip = str(self.autosave.path)
+            self.restore_button.tooltip = self.autosave.shown  # its name: no server folder
             self.restore_button.layout.display = None
         elif found.problem:  # moved aside or autosave off: say so in the toolbar
             self.notice.value = escape(found.message)

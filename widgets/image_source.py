@@ -29,6 +29,12 @@ DEFAULT_PICK = 6
 MAX_FOLDERS_LISTED = 300
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves (symlinks followed) inside ``root``."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 @dataclass(frozen=True)
 class FolderListing:
     """The images of one folder: ``files`` in file order (those directly in the folder first),
@@ -47,9 +53,16 @@ class FolderListing:
     reader: tuple[str, ...]
 
     @classmethod
-    def of(cls, folder: Path) -> FolderListing:
-        """List ``folder`` (OSError when it cannot be read)."""
+    def of(cls, folder: Path, root: Path | None = None) -> FolderListing:
+        """List ``folder`` (OSError when it cannot be read); with ``root`` (the allowed
+        root), the files of a class folder that resolves outside it (a symlink) are not
+        listed: their names would show the page what lies outside. (A file's own link is
+        listed by its name inside the root, and refused with a problem when read.)"""
         files = image_listing(scan_folder(folder))
+        if root is not None:
+            parents = {os.path.dirname(f) for f in files}
+            outside = {p for p in parents if p and not _inside(Path(folder) / p, root)}
+            files = [f for f in files if os.path.dirname(f) not in outside]
         names = {class_of(r) for r in files}
         return cls(Path(folder), tuple(files), tuple(spread(files)), len(names - {""}),
                    sum(1 for r in files if not class_of(r)), tuple(training_files(folder)))
@@ -172,7 +185,7 @@ def source_from(images: Any, root: Path | None = None, pick: int = DEFAULT_PICK)
         if kind == "paths":
             return ImageSource(kind, [path], label, root)
         try:
-            listing = FolderListing.of(path)
+            listing = FolderListing.of(path, root)
         except OSError:  # collect() reports why, as a problem of the folder
             return ImageSource(kind, path, label, root)
         return ImageSource(kind, listing.pick(pick), label, root, listing=listing)

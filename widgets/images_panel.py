@@ -195,7 +195,7 @@ class ImagesPanel:
     def _load_listed(self, kind: str, path: Path, label: str, root: Path | None,
                      files: Sequence[str] = ()) -> list[ImageProblem]:
         try:
-            listing = FolderListing.of(path)
+            listing = FolderListing.of(path, root)
         except OSError:  # collect() reports why, as a problem of the folder
             return self._load(ImageSource(kind, path, label, root))
         wanted = set(files)

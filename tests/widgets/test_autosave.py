@@ -167,6 +167,8 @@ def test_the_builder_autosaves_by_default_to_a_private_file_per_notebook(user_da
     try:
         assert again.restore_button.layout.display is None
         assert "1 step(s)" in again.restore_button.description
+        assert path.name in again.restore_button.tooltip  # the file's name, not its folder
+        assert str(path.parent) not in again.restore_button.tooltip
         assert again.restore_autosave() and again.preset.to_dict() == saved.to_dict()
     finally:
         again.close()

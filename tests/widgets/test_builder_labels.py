@@ -237,3 +237,23 @@ def test_yolo_labels_in_the_split_layout_are_offered_inside_the_allowed_root(tmp
         assert (YOLO_CHOICE, YOLO) not in b.labels.found.options
     finally:
         b.close()
+
+
+def test_the_export_tab_follows_the_labels_and_the_view(builder):
+    """The Export tab shows what the preview shows once idle: after a new drop threshold,
+    removing the labels and loading them again, and after the draws, image count or size
+    change (its command reproduces the grid); it kept the old module until the next edit."""
+    builder.add_step("rotate", angle=10.0)
+    assert builder.wait_idle(60) and builder.export.text == builder.code
+    builder.labels.min_kept.value = 0.37
+    assert builder.wait_idle(60)
+    assert "less than 0.37 of its area" in builder.export.text
+    builder.labels.clear()
+    assert builder.wait_idle(60) and "fn.readers.file(" in builder.export.text
+    builder.labels.load(builder.labels.images_folder() / "instances.json")
+    assert builder.wait_idle(60) and "fn.readers.coco(" in builder.export.text
+    builder.preview.draws.value = 1
+    builder.preview.count.value = 2
+    assert builder.wait_idle(60)
+    assert builder.export.cli_text == builder.cli_command
+    assert "--draws 1" in builder.export.cli_text and "--batch-size 2" in builder.export.cli_text

@@ -284,3 +284,23 @@ def test_the_upload_button_counts_the_uploaded_images(builder):
     panel.samples.click()
     settle(builder)
     assert panel.upload.value == ()  # "upload images (0)": the samples are shown now
+
+
+def test_a_class_folder_linked_outside_the_root_is_not_listed(tree: Path):
+    """A symlinked class folder leading outside the allowed root: its files' names never
+    reach the page (they were listed and counted, and refused only when previewed)."""
+    private = tree.parent / "outside" / "private"
+    private.mkdir()
+    shutil.copy(SAMPLE_FILES[0], private / "payroll_2026.jpg")
+    os.symlink(private, tree / "good" / "zz_private")
+    b = make_builder(images=tree / "mixed", allowed_root=tree, max_images=6)
+    try:
+        settle(b)
+        b.open_folder("good")  # typed by the user: under the allowed root
+        settle(b)
+        offered = [label for label, _ in b.images_panel.files.options]
+        assert offered and not [o for o in offered if "payroll" in o or "zz_private" in o]
+        assert "payroll" not in b.images_panel.files_note.value
+        assert not [n for n in b.engine.names if "payroll" in n]
+    finally:
+        b.close()
