@@ -172,7 +172,7 @@ class PreviewEngine:
         chain_labels = None
         if labels is not None:
             for refused in refusals(preset, self.catalog)[:1]:
-                raise StepError(str(refused), refused.step, refused.op)
+                raise StepError(refused.detail, refused.step, refused.op)
             chain_labels = label_set(labels, self.min_kept)
         sized = None if key is None or _override else (key, tuple(a.shape for a in arrays),
                                                          draws, tail)

@@ -92,8 +92,10 @@ class LabelRefused(ValueError):
 
     def __init__(self, step: int, op: str, reason: str) -> None:
         self.step, self.op, self.reason = step, op, reason
-        super().__init__(f"step {step} ({op}) cannot be used with labels: {reason}. Remove or "
-                         "disable it, or preview without annotations")
+        self.detail = (f"cannot be used with labels: {reason}. Remove or disable it, or "
+                       "preview without annotations")
+        """The message without the step's name (a StepError names it itself)."""
+        super().__init__(f"step {step} ({op}) {self.detail}")
 
 
 def refusals(preset: Preset, catalog: Mapping[str, OpSpec]) -> list[LabelRefused]:
