@@ -215,7 +215,9 @@ def _rrc_reverse(s: dict[str, Any]) -> str | None:
 
 
 def _smallest_reverse(s: dict[str, Any]) -> str | None:
-    if s["op"] != "resize" or lit(s, "resize_shorter") is None:
+    """None for a fractional size: SmallestMaxSize takes whole sizes only."""
+    size = lit(s, "resize_shorter") if s["op"] == "resize" else None
+    if size is None or not float(size).is_integer():
         return None
     p = s["params"]
     codes = {("linear", False): 1, ("nn", False): 0, ("cubic", False): 2, ("linear", True): 3}

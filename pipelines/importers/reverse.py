@@ -3,12 +3,15 @@
 Each step is written by the first rule of the target library whose ``reverse`` accepts it
 (the same table the import reads), so importing the written code gives the same steps back. A
 step with no equivalent is kept as a comment naming it; the output tail becomes the library's
-resize, centre crop, dtype conversion and normalisation. A group becomes the container the
-importer reads back into the same group (:mod:`.containers`).
+resize, centre crop, dtype conversion and normalisation, with the same numbers, and a tail
+setting the library cannot write exactly becomes a ``# output.<setting>`` comment saying what
+differs. A group becomes the container the importer reads back into the same group
+(:mod:`.containers`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..catalog import CATALOG, Catalog
@@ -87,14 +90,19 @@ def to_library_code(preset: Preset | dict[str, Any] | str, library: str,
         code = step_code(d, library) if "op" in d else group_code(d, library)
         if code is None:
             missing += 1
-            lines.append(f"# step {i} ({d.get('op', GROUP_KEY)}): no {library} equivalent")
+            lines.append(f"# step {i} ({d.get('op', GROUP_KEY)}): no {library} "
+                         f"equivalent{_why(d)}")
         else:
             lines.append(code + ",")
-    lines += _tail(preset, library)
+    tail, differ = _tail(preset, library)
+    lines += tail
     title = preset.name or "dali-gallery preset"
     header = [f'"""{library} version of "{_safe(title)}", written by dali-gallery.', ""]
     if missing:
         header.append(f"{missing} step(s) have no {library} equivalent and are comments below.")
+    if differ:
+        header.append(f"{differ} output setting(s) differ from DALI's tail: see the "
+                      "# output comments below.")
     header.append('"""')
     if library == "torchvision":
         imports = ["import torch", "from torchvision.transforms import v2"]
@@ -108,49 +116,77 @@ def to_library_code(preset: Preset | dict[str, Any] | str, library: str,
     return "\n".join(header + [""] + imports + ["", ""] + body) + "\n"
 
 
-def _tail(preset: Preset, library: str) -> list[str]:
+def _why(step: dict[str, Any]) -> str:
+    """The value that kept a step out, where it is one: both libraries resize to whole
+    sizes, so a fractional ``resize_shorter`` is a comment rather than a truncated size."""
+    size = step.get("params", {}).get("resize_shorter")
+    if isinstance(size, (int, float)) and not float(size).is_integer():
+        return f" (resize_shorter {fmt(size)}: the library takes whole sizes)"
+    return ""
+
+
+def _tail(preset: Preset, library: str) -> tuple[list[str], int]:
+    """The output tail as the library's transforms, and how many of its settings differ: a
+    setting the library cannot write exactly gets a ``# output.<setting>`` comment saying
+    what the code does instead, so the written code never differs from DALI silently.
+
+    DALI's tail computes ``(x - mean * 255) / (std * 255)`` on pixels x in 0..255 (mean 0 and
+    std 1/255 when absent, :func:`..preset_output.check_combination`); after a scaled
+    ``ToDtype`` / in ``Normalize(max_pixel_value=255)`` that is mean and std as fractions,
+    so a missing std is written as 1 / 255 (not 1, which would divide by 255)."""
     out = preset.output
     if out is None:
-        return []
-    lines = []
-    if library == "torchvision":
-        if out.resize_shorter:
-            lines.append(f"v2.Resize({fmt(out.resize_shorter)}),")
-        if out.crop:
-            lines.append(f"v2.CenterCrop(({out.crop[0]}, {out.crop[1]})),")
-        if out.mirror_probability:
-            lines.append(f"v2.RandomHorizontalFlip(p={fmt(out.mirror_probability)}),")
-        lines.append("v2.ToImage(),")
-        if out.dtype != "uint8" or out.mean or out.std:
-            dtype = "float16" if out.dtype == "float16" else "float32"
-            scale = bool(out.mean or out.std)
-            lines.append(f"v2.ToDtype(torch.{dtype}, scale={scale}),")
-        if out.mean or out.std:
-            mean, std = _triple(out.mean, 0.0), _triple(out.std, 1.0)
-            lines.append(f"v2.Normalize(mean={mean}, std={std}),")
-        return lines
+        return [], 0
+    tv, lines, notes = library == "torchvision", [], 0
     if out.resize_shorter:
-        lines.append(f"A.SmallestMaxSize(max_size={int(out.resize_shorter)}, "
-                     "interpolation=3),")  # INTER_AREA: antialiased, as the tail's resize
+        size = math.floor(out.resize_shorter + 0.5)  # DALI rounds the shorter side half up
+        if size != out.resize_shorter:
+            notes += 1
+            lines.append(f"# output.resize_shorter {fmt(out.resize_shorter)}: {library} takes "
+                         f"whole sizes; {size} is DALI's shorter side, but DALI scales by "
+                         f"{fmt(out.resize_shorter)} / shorter side (longer side +-1 px, "
+                         "slightly other sampling)")
+        # Albumentations' INTER_AREA (3): antialiased, as the tail's resize
+        lines.append(f"v2.Resize({size})," if tv else
+                     f"A.SmallestMaxSize(max_size={size}, interpolation=3),")
     if out.crop:
-        lines.append(f"A.CenterCrop({out.crop[0]}, {out.crop[1]}, pad_if_needed=True),")
+        lines.append(f"v2.CenterCrop(({out.crop[0]}, {out.crop[1]}))," if tv else
+                     f"A.CenterCrop({out.crop[0]}, {out.crop[1]}, pad_if_needed=True),")
     if out.mirror_probability:
-        lines.append(f"A.HorizontalFlip(p={fmt(out.mirror_probability)}),")
-    if out.mean or out.std:
-        mean, std = _triple(out.mean, 0.0), _triple(out.std, 1.0)
+        flip = "v2.RandomHorizontalFlip" if tv else "A.HorizontalFlip"
+        lines.append(f"{flip}(p={fmt(out.mirror_probability)}),")
+    # a uint8 tail's mean and std leave 0..255 as it is (the only ones validation allows)
+    normalised = out.dtype != "uint8" and bool(out.mean or out.std)
+    mean, std = _triple(out.mean, "0"), _triple(out.std, "1 / 255")
+    if tv:
+        lines.append("v2.ToImage(),")
+        if out.dtype != "uint8":
+            lines.append(f"v2.ToDtype(torch.{out.dtype}, scale={normalised}),")
+        if normalised:
+            lines.append(f"v2.Normalize(mean={mean}, std={std}),")
+        if out.layout == "HWC":
+            notes += 1
+            lines.append("# output.layout 'HWC': torchvision tensors are CHW, as written "
+                         "here; permute(1, 2, 0) the result for DALI's HWC")
+        return lines, notes
+    if normalised:
         lines.append(f"A.Normalize(mean={mean}, std={std}, max_pixel_value=255.0),")
     elif out.dtype != "uint8":
         lines.append("A.ToFloat(max_value=1.0),")
+    if out.dtype == "float16":
+        notes += 1
+        lines.append("# output.dtype 'float16': Albumentations gives float32 here; cast the "
+                     "result with .astype(numpy.float16) (.half() after ToTensorV2)")
     if out.layout == "CHW":
         lines.append("ToTensorV2(),")
-    return lines
+    return lines, notes
 
 
-def _triple(values: tuple[float, ...] | None, default: float) -> str:
-    vals = list(values or (default,))
+def _triple(values: tuple[float, ...] | None, default: str) -> str:
+    vals = [fmt(v) for v in values] if values else [default]
     if len(vals) == 1:
         vals = vals * 3
-    return "(" + ", ".join(fmt(v) for v in vals) + ")"
+    return "(" + ", ".join(vals) + ")"
 
 
 def _safe(text: str) -> str:

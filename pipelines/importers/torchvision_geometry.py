@@ -161,7 +161,9 @@ def _resize_fixed(a: Args, shape: tuple[int, ...]) -> Fixed | None:
 
 
 def _resize_reverse(s: dict[str, Any]) -> str | None:
-    if s["op"] != "resize" or lit(s, "resize_shorter") is None:
+    """None for a fractional size: torchvision's Resize takes whole sizes only."""
+    size = lit(s, "resize_shorter") if s["op"] == "resize" else None
+    if size is None or not float(size).is_integer():
         return None
     interp = REVERSE_INTERP[s["params"].get("interp_type", "linear")]
     return (f"v2.Resize({fmt(lit(s, 'resize_shorter'))}, interpolation="

@@ -138,3 +138,95 @@ def test_a_rotation_imported_from_random_affine_is_written_back_turning_the_same
         assert [s.to_dict() for s in back.steps] == [s.to_dict() for s in preset.steps]
     img = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (3, 40, 50), np.uint8))
     assert torch.equal(run_code(code)(img), v2.RandomAffine(degrees=(30, 30))(img))
+
+
+def _library_output(library: str, code: str, img: np.ndarray) -> np.ndarray:
+    """The written transform run on an HWC uint8 image, as a numpy array."""
+    transform = run_code(code)
+    if library == "torchvision":
+        import torch
+
+        return transform(torch.from_numpy(img).permute(2, 0, 1).contiguous()).numpy()
+    out = transform(image=img)["image"]
+    return out.numpy() if hasattr(out, "numpy") else out
+
+
+@pytest.mark.parametrize("output", [
+    {"crop": [32, 32], "mean": [0.5, 0.5, 0.5]},  # the hunt's case: std absent
+    {"mean": [0.485, 0.456, 0.406]},
+    {"crop": [32, 32], "std": [0.25]},
+    {"crop": [32, 32], "mean": [0.5], "std": [0.25, 0.5, 1.0]},
+    {"crop": [32, 32]},  # float32 0..255, not normalised
+])
+def test_the_written_tail_gives_dalis_numbers_and_imports_back(tmp_path, output):
+    """DALI's tail is (x - mean * 255) / (std * 255) with std 1/255 when absent: a mean
+    without a std leaves grey levels (-127.5..127.5 for mean 0.5), so the written std is
+    1 / 255, not 1 (which gave -0.5..0.5, a factor 255 off). Both libraries' code gives the
+    DALI export's numbers on the same image, and imports back to the same normalisation."""
+    from PIL import Image
+
+    from tests.support import first_batch
+
+    img = np.random.default_rng(3).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    Image.fromarray(img).save(tmp_path / "a.png")  # even margins: no centre-rounding shift
+    preset = load(preset_dict([], output=output))
+    dali = first_batch(preset, tmp_path, 1, tmp_path)[0]
+    for library in ("torchvision", "albumentations"):
+        code = to_library_code(preset, library)
+        ours = _library_output(library, code, img)
+        assert ours.shape == dali.shape and ours.dtype == dali.dtype, (library, code)
+        np.testing.assert_allclose(ours, dali, atol=1e-3, err_msg=f"{library}\n{code}")
+        back = import_pipeline(code).preset.output
+        assert back.layout == "CHW" and back.dtype == "float32"
+        if output.get("mean") or output.get("std"):
+            want = preset.output  # 1 value is 3 alike; an absent std is 1/255 back
+            np.testing.assert_allclose(back.mean, np.broadcast_to(want.mean or (0.0,), 3))
+            np.testing.assert_allclose(back.std, np.broadcast_to(want.std or (1 / 255,), 3),
+                                       rtol=1e-9)
+
+
+def test_tail_settings_a_library_cannot_write_are_comments_naming_them(tmp_path):
+    """torchvision's layout is CHW and Albumentations' dtype float32; both resize to whole
+    sizes: each difference is a ``# output.`` comment naming the setting and value, counted in
+    the header. The shorter side written is DALI's (which rounds half up: 40.5 -> 41), and a
+    fractional resize step is a comment naming its size (it was truncated, or failed)."""
+    from PIL import Image
+
+    from tests.support import first_batch
+
+    img = np.random.default_rng(4).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    Image.fromarray(img).save(tmp_path / "a.png")
+    output = {"resize_shorter": 40.5, "crop": [32, 32], "mean": [0.5], "std": [0.25],
+              "layout": "HWC", "dtype": "float16"}
+    step = {"op": "resize", "params": {"resize_shorter": 50.5, "antialias": True,
+                                       "interp_type": "linear"}}
+    preset = load(preset_dict([step], output=output))
+    dali_side = min(first_batch(load(preset_dict([], output={"resize_shorter": 40.5})),
+                                tmp_path, 1, tmp_path)[0].shape[1:])
+    assert dali_side == 41
+    tv = to_library_code(preset, "torchvision")
+    alb = to_library_code(preset, "albumentations")
+    for library, code in (("torchvision", tv), ("albumentations", alb)):
+        assert (f"# step 0 (resize): no {library} equivalent (resize_shorter 50.5: the "
+                "library takes whole sizes)") in code
+        assert f"# output.resize_shorter 40.5: {library} takes whole sizes; 41 is DALI's" in code
+    assert "v2.Resize(41)," in tv and "A.SmallestMaxSize(max_size=41, interpolation=3)," in alb
+    assert "# output.layout 'HWC': torchvision tensors are CHW" in tv
+    assert "# output.dtype 'float16': Albumentations gives float32" in alb
+    assert "2 output setting(s) differ from DALI's tail" in tv and \
+        "2 output setting(s) differ from DALI's tail" in alb
+    assert "1 step(s) have no" in tv and "1 step(s) have no" in alb
+    out_tv, out_alb = _library_output("torchvision", tv, img), _library_output("albumentations",
+                                                                               alb, img)
+    assert out_tv.shape == (3, 32, 32) and out_tv.dtype == np.float16  # as the comment says
+    assert out_alb.shape == (32, 32, 3) and out_alb.dtype == np.float32
+    back_tv, back_alb = import_pipeline(tv).preset, import_pipeline(alb).preset
+    assert back_tv.steps == [] and back_alb.steps == []
+    assert (back_tv.output.resize_shorter, back_tv.output.layout, back_tv.output.dtype) == \
+        (41.0, "CHW", "float16")
+    assert (back_alb.output.resize_shorter, back_alb.output.layout, back_alb.output.dtype) == \
+        (41.0, "HWC", "float32")
+    exact = load(preset_dict([], output={**output, "resize_shorter": 40, "layout": "CHW",
+                                         "dtype": "float32"}))
+    for library in ("torchvision", "albumentations"):  # nothing to say: no comment
+        assert "# output." not in to_library_code(exact, library)
