@@ -144,7 +144,10 @@ def cmd_export_library(args: argparse.Namespace) -> int:
         raise ValueError(f"preset file {args.preset!r} does not exist")
     code = to_library_code(load_file(args.preset), args.library)
     out.write_text(code, encoding="utf-8")
-    skipped = sum(line.lstrip().startswith("# step ") for line in code.splitlines())
-    print(f"wrote {out} ({args.library}; {skipped} step(s) without an equivalent, as comments)")
+    lines = [line.lstrip() for line in code.splitlines()]
+    skipped = sum(line.startswith("# step ") for line in lines)
+    differ = sum(line.startswith("# output.") for line in lines)
+    print(f"wrote {out} ({args.library}; {skipped} step(s) without an equivalent and "
+          f"{differ} output setting(s) that differ, as comments)")
     return 0
 

@@ -81,6 +81,13 @@ def test_table_and_export_library(tmp_path):
     out = cli("export-library", str(tmp_path / "p.json"), "--library", "albumentations", "-o",
               str(tmp_path / "aug.py"))
     assert out.returncode == 0, out.stderr
-    assert "1 step(s) without an equivalent" in out.stdout
+    assert "1 step(s) without an equivalent and 0 output setting(s)" in out.stdout
     code = (tmp_path / "aug.py").read_text()
     assert "A.HorizontalFlip(p=0.5)," in code and "# step 1 (water)" in code
+    (tmp_path / "t.json").write_text(json.dumps({  # a float16 tail: Albumentations gives float32
+        "format": "dali-gallery/preset", "version": 1, "steps": [],
+        "output": {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25], "dtype": "float16"}}))
+    out = cli("export-library", str(tmp_path / "t.json"), "--library", "albumentations", "-o",
+              str(tmp_path / "t.py"))
+    assert out.returncode == 0, out.stderr
+    assert "0 step(s) without an equivalent and 1 output setting(s) that differ" in out.stdout
