@@ -26,9 +26,9 @@ class Feed:
 
     name: str
     step: int
-    param: str  # parameter name, "probability", "weights" or "exponent"
+    param: str  # parameter name, "probability", "weights" or "key_scale"
     dtype: str  # "FLOAT" or "INT32"
-    kind: Literal["value", "range", "probability", "weights", "exponent"]
+    kind: Literal["value", "range", "probability", "weights", "key_scale"]
     child: int | None = None
     """The child of group ``step`` whose value this is (None: the step's, or the group's)."""
     width: int = 0  # 0: one number per sample, else a vector (a range, a group's weights)

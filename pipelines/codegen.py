@@ -121,9 +121,9 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
                 rng = f'P("{name}", types.FLOAT)'
             else:
                 rng = f"[{_num(p, value.lo)}, {_num(p, value.hi)}]"
-            dt = ", dtype=types.INT32" if p.kind == "int" else ""
-            seed = f"seed=_op_seed(seed, {at.slot(k)})"
-            lines.append(f"{var} = fn.random.uniform(range={rng}{dt}, {seed})")
+            seed = f"_op_seed(seed, {at.slot(k)})"
+            lines.append(f"{var} = _uniform_int({rng}, {seed})" if p.kind == "int" else
+                         f"{var} = fn.random.uniform(range={rng}, seed={seed})")
             chain.records.append(Record(at.step, p.name, at.child))
             args[p.name] = var
         elif isinstance(value, Choice):
@@ -226,15 +226,16 @@ def _group_lines(i: int, group: Group, mode: Mode, chain: Chain, catalog: Catalo
         for m, (j, _) in enumerate(active):
             when[j].append(f"pick_{i} == {m}")
     else:
-        for j, _ in active:  # weighted draws without replacement: the largest u ** (1 / w)
+        scales = group.key_scales()
+        for j, _ in active:  # weighted draws without replacement: the largest log(u) / w
             lines.append(f"key_{i}_{j} = fn.random.uniform(range=[0.0, 1.0], "
                          f"seed=_op_seed(seed, {seed_slot(i, KEY_SLOTS + j)}))")
             if weighted and mode == "preview":
-                name = feed_name(i, "exponent", child=j)
-                chain.feeds.append(Feed(name, i, "exponent", "FLOAT", "exponent", j))
-                lines.append(f'key_{i}_{j} = key_{i}_{j} ** P("{name}", types.FLOAT)')
+                name = feed_name(i, "key_scale", child=j)
+                chain.feeds.append(Feed(name, i, "key_scale", "FLOAT", "key_scale", j))
+                lines.append(f'key_{i}_{j} = _log_key(key_{i}_{j}, P("{name}", types.FLOAT))')
             elif weighted:
-                lines.append(f"key_{i}_{j} = key_{i}_{j}**{1.0 / group.weights[j]!r}")
+                lines.append(f"key_{i}_{j} = _log_key(key_{i}_{j}, {scales[j]!r})")
         lines.append(f"keys_{i} = [{', '.join(f'key_{i}_{j}' for j, _ in active)}]")
         for m, (j, _) in enumerate(active):
             when[j].append(f"_picked(keys_{i}, {m}, {group.pick})")

@@ -122,7 +122,7 @@ def binomial_range(n: int, p: float, alpha: float = ALPHA) -> tuple[int, int]:
 def pick_probabilities(group: Group) -> dict[int, float]:
     """The chance that each enabled child of ``group`` is picked on a sample (before its
     own coin), for the draw the generated code makes: all of them, one by ``fn.random.choice``
-    with the normalised weights, or ``pick`` of them by the largest keys ``u ** (1 / w)``
+    with the normalised weights, or ``pick`` of them by the largest keys ``log(u) / w``
     (equal weights: ``pick / m``; else integrated numerically)."""
     active = group.active_children()
     if group.picks_all():
@@ -136,9 +136,10 @@ def pick_probabilities(group: Group) -> dict[int, float]:
 
 
 def _inclusion(weights: Sequence[float], j: int, k: int) -> float:
-    """P(key j is among the k largest) for independent keys ``u_i ** (1 / w_i)``: with
-    ``u = u_j`` uniform, key i exceeds key j with probability ``1 - u ** (w_i / w_j)``, so
-    average, over a midpoint grid of u, the chance that fewer than k others exceed it."""
+    """P(key j is among the k largest) for independent keys ``log(u_i) / w_i`` (ranked as
+    ``u_i ** (1 / w_i)``): with ``u = u_j`` uniform, key i exceeds key j with probability
+    ``1 - u ** (w_i / w_j)``, so average, over a midpoint grid of u, the chance that fewer
+    than k others exceed it."""
     u = (np.arange(_GRID) + 0.5) / _GRID
     fewer = np.zeros((_GRID, k))  # fewer[:, c]: P(exactly c others exceed so far)
     fewer[:, 0] = 1.0

@@ -7,6 +7,7 @@ preview and the training code run literally the same functions.
 from __future__ import annotations
 
 import numpy as np
+import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.auto_aug.core import signed_bin
 from nvidia.dali.data_node import DataNode
@@ -87,3 +88,20 @@ def _picked(keys, j, n):
         if m != j:
             above = above + ((key >= keys[j]) if m < j else (key > keys[j]))
     return above < n
+
+
+def _uniform_int(bounds, seed):
+    """An integer drawn from lo..hi inclusive, each value equally likely (DALI's INT32
+    uniform rounds a float drawn in [lo, hi): lo and hi came half as often). ``bounds``:
+    a list or a fed node; the clamp keeps a float draw that rounds up to 1 inside."""
+    lo, hi = bounds[0], bounds[1]
+    u = fn.random.uniform(range=[0.0, 1.0], seed=seed)
+    drawn = dmath.min(dmath.floor(u * (hi - lo + 1)) + lo, hi)
+    return fn.cast(drawn, dtype=types.INT32)
+
+
+def _log_key(u, scale):
+    """A weighted pick's key ``log(u) * scale`` (scale: top weight over the child's).
+    It ranks as ``u ** (1 / w)`` does, which underflows to 0 for small weights (the
+    tie then went to the earlier child). u = 0 counts as 1e-30: every key is finite."""
+    return dmath.log(dmath.max(u, 1e-30)) * scale

@@ -26,8 +26,8 @@ TAIL_SLOT = 1_000_000
 """Seed slot of the training tail's mirror coin (far from every step's slots)."""
 
 _HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
-            "_const", "_bin", "_picked", *auto_aug_graph.HELPERS, *label_helpers.HELPERS,
-            *label_chain_helpers.HELPERS)
+            "_const", "_bin", "_picked", "_uniform_int", "_log_key", *auto_aug_graph.HELPERS,
+            *label_helpers.HELPERS, *label_chain_helpers.HELPERS)
 _HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
                 "_inputs": ("_node",), **auto_aug_graph.DEPS, **label_helpers.DEPS,
                 **label_chain_helpers.DEPS}

@@ -135,6 +135,15 @@ class Group:
         total = sum(raw)
         return [w / total for w in raw]
 
+    def key_scales(self) -> dict[int, float]:
+        """Each enabled child's factor on ``log(u)`` in a draw of several children (largest
+        key wins): the largest weight over its own, so only ratios count and every key stays
+        finite in float32 (``u ** (1 / w)`` underflows to 0 for small weights)."""
+        active = self.active_children()
+        raw = {j: self.weights[j] if self.weights is not None else 1.0 for j, _ in active}
+        top = max(raw.values())
+        return {j: top / w for j, w in raw.items()}
+
 
 ChainStep = Step | Group
 """A step of the chain: one operator, or a group of them."""

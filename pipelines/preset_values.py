@@ -54,6 +54,10 @@ def _validate_uniform(at: str, p: Param, raw: Any, problems: list[str]) -> Value
         if why:
             problems.append(f"{at}: uniform bound {quote(v)} is not allowed; {why}")
             return None
+    if p.kind == "int" and lo == hi:  # inclusive: one value, which a literal says plainly
+        problems.append(f"{at}: uniform [{lo!r}, {hi!r}] holds one integer; a range needs "
+                        f"lo below hi: use the literal {p.coerce(lo)!r} for a fixed value")
+        return None
     if not lo < hi:
         problems.append(f"{at}: uniform [{lo!r}, {hi!r}] is empty; lo must be below hi "
                         "(use a literal for a fixed value)")

@@ -123,7 +123,7 @@ def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]
     for f in feeds:
         owner = preset.steps[f.step]
         dtype = np.float32 if f.dtype == "FLOAT" else np.int32
-        if isinstance(owner, Group) and f.kind in ("weights", "exponent"):
+        if isinstance(owner, Group) and f.kind in ("weights", "key_scale"):
             out[f.name] = _group_feed(owner, f, batch)
             continue
         step = owner.children[f.child] if isinstance(owner, Group) and f.child is not None \
@@ -143,12 +143,12 @@ def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]
 
 def _group_feed(group: Group, f: Feed, batch: int) -> np.ndarray:
     """A group's fed draw: its enabled children's normalised weights (one child picked), or
-    the exponent 1/w of child ``f.child``'s key (several picked); as the export writes them."""
+    the factor on child ``f.child``'s log-key (several picked); as the export writes them."""
     if f.kind == "weights":
         weights = np.array(group.normalised_weights(), dtype=np.float32)
         return np.tile(weights, (batch, 1))
-    assert group.weights is not None and f.child is not None
-    return np.full(batch, 1.0 / group.weights[f.child], dtype=np.float32)
+    assert f.child is not None
+    return np.full(batch, group.key_scales()[f.child], dtype=np.float32)
 
 
 def decode_mixed(data: list[bytes], cpu_arrays: list[np.ndarray], max_side: int | None,
