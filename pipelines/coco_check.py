@@ -277,8 +277,9 @@ def segmentation_problem(segm, width, height):
     return None
 
 
-def keypoints_problem(points, count):
-    """Why an annotation's keypoints are left out (count: its category's names)."""
+def keypoints_problem(points, count, width, height):
+    """Why an annotation's keypoints are left out (count: its category's names); a
+    labelled point far outside its image is a mistake, as a polygon's is."""
     if points is None or (points == [] and count == 0):
         return None
     if not isinstance(points, list) or len(points) != 3 * count:
@@ -289,6 +290,9 @@ def keypoints_problem(points, count):
         )
     if not numbers(points) or any(v not in (0, 1, 2) for v in points[2::3]):
         return "keypoints must be numbers, each visibility 0, 1 or 2"
+    for x, y, v in zip(points[0::3], points[1::3], points[2::3], strict=True):
+        if v and not (-width <= x <= 2 * width and -height <= y <= 2 * height):
+            return f"keypoint ({x}, {y}) lies far outside the {width}x{height} image"
     return None
 
 
@@ -306,7 +310,7 @@ def annotation_problem(ann, image, categories):
     return (
         box_problem(ann.get("bbox"), w, h)
         or segmentation_problem(ann.get("segmentation", []), w, h)
-        or keypoints_problem(ann.get("keypoints"), names)
+        or keypoints_problem(ann.get("keypoints"), names, w, h)
     )
 
 

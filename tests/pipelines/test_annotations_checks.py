@@ -71,6 +71,8 @@ CASES: dict[str, tuple[Edit, str, str, int, int]] = {
                            "not a list of numbers", 2, 2),
     "polygon far outside": (_ann(0, segmentation=[[1, 2, 3, 4, 5e9, 6]]), "a.jpg",
                             "far outside", 2, 2),
+    "keypoint far outside": (_ann(1, keypoints=[6, 7, 2, 500, 9, 1]), "a.jpg",
+                             "keypoint (500, 9) lies far outside the 40x30 image", 2, 2),
     "segmentation a string": (_ann(0, segmentation="x"), "a.jpg", "neither a list", 2, 2),
     "RLE of another size": (_ann(0, segmentation={"size": [31, 40], "counts": [1240]}),
                             "a.jpg", "RLE mask size [31, 40]", 2, 2),
