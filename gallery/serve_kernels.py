@@ -76,8 +76,13 @@ class GalleryKernelManager(AsyncMappingKernelManager):
         )
 
     async def _first_reply(self, kernel_id: str) -> str:
-        """'' once the kernel answered kernel_info, else why not."""
-        km = self.get_kernel(kernel_id)
+        """'' once the kernel answered kernel_info, else why not (also when the restarter
+        already gave up on it and removed it from the map: under load a kernel that dies at
+        once can be gone before this asks, and the KeyError was a 500 for its page)."""
+        try:
+            km = self.get_kernel(kernel_id)
+        except KeyError:
+            return "the kernel stopped before it could be asked (removed by its restarter)"
         kc = km.client()
         kc.start_channels()
         try:

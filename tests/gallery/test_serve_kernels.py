@@ -241,3 +241,19 @@ def test_a_pooled_kernel_learns_its_own_pages_query_where_the_server_listens(tmp
     finally:
         server.stop()
 
+
+
+def test_a_kernel_already_removed_counts_as_died_while_starting():
+    """A kernel that died at once can be removed by its restarter before the manager asks it
+    for kernel_info: that is a failed start (retried, then the 503 page), not a KeyError (a
+    500 page: seen once in a full suite with a pool of 2)."""
+    import asyncio
+
+    from dali_gallery.gallery.serve_kernels import GalleryKernelManager
+
+    class Gone:
+        def get_kernel(self, kernel_id: str) -> None:
+            raise KeyError(kernel_id)
+
+    problem = asyncio.run(GalleryKernelManager._first_reply(Gone(), "k1"))  # type: ignore[arg-type]
+    assert "stopped before it could be asked" in problem
