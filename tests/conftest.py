@@ -6,6 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.corpus import CorpusEntry, build_corpus, large_jpeg
@@ -15,6 +16,19 @@ from tests.corpus import CorpusEntry, build_corpus, large_jpeg
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CorpusEntry]:
     """Every corpus entry by key (without the 12000x9000 image: see ``large_image``)."""
     return build_corpus(tmp_path_factory.mktemp("corpus"), large=False)
+
+
+@pytest.fixture(scope="module")
+def photo() -> np.ndarray:
+    """A real photo (the bundled cat), decoded by DALI: not made for the purpose."""
+    from dali_gallery.pipelines.images import collect as collect_files
+    from dali_gallery.pipelines.images import decode
+    from tests.support import SAMPLES
+
+    encoded, problems = collect_files([SAMPLES / "cat.jpg"])
+    arrays, _, bad = decode(encoded, num_threads=2)
+    assert not problems and not bad
+    return arrays[0]
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,19 @@ _counter = itertools.count()
 def preset_dict(steps: list[dict[str, Any]], seed: int = 7, output: Any = None) -> dict[str, Any]:
     return {"format": "dali-gallery/preset", "version": 1, "seed": seed, "steps": steps,
             "output": output}
+
+
+def run_python(*args: str) -> subprocess.CompletedProcess:
+    """``python ARGS`` in a child process (a script or ``-m module``), output captured."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
+
+
+def preset_and_script(preset: dict[str, Any], tmp: Path) -> dict[str, Path]:
+    """The preset's JSON and its exported module written to ``tmp``, for the CLI tests that
+    compare ``dali-gallery render`` with the exported script."""
+    (tmp / "preset.json").write_text(json.dumps(preset))
+    (tmp / "augment.py").write_text(export_code(load(preset)))
+    return {"preset": tmp / "preset.json", "script": tmp / "augment.py", "tmp": tmp}
 
 
 def import_export(preset: Preset | dict, tmp: Path) -> Any:

@@ -3,19 +3,14 @@ script's first batch, images and labels, whatever else lies in the folder."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from dali_gallery.pipelines.export import export_code
-from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, preset_dict
+from tests.support import SAMPLES, preset_and_script, preset_dict, run_python
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jpg"))
 PRESET = preset_dict([
@@ -24,16 +19,12 @@ PRESET = preset_dict([
 ], seed=4)
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
+run = run_python
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("cli_folders")
-    (tmp / "preset.json").write_text(json.dumps(PRESET))
-    (tmp / "augment.py").write_text(export_code(load(PRESET)))
-    return {"preset": tmp / "preset.json", "script": tmp / "augment.py", "tmp": tmp}
+    return preset_and_script(PRESET, tmp_path_factory.mktemp("cli_folders"))
 
 
 def _classes(root: Path, extra: str | None) -> Path:

@@ -3,17 +3,12 @@ trains on first, and any batch of it, equal to what the exported script writes."
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dali_gallery.pipelines.export import export_code
-from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, preset_dict
+from tests.support import SAMPLES, preset_and_script, preset_dict, run_python
 
 PRESET = preset_dict([
     {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
@@ -22,16 +17,12 @@ PRESET = preset_dict([
 ], seed=9)
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
+run = run_python
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("cli_shards")
-    (tmp / "preset.json").write_text(json.dumps(PRESET))
-    (tmp / "augment.py").write_text(export_code(load(PRESET)))
-    return {"preset": tmp / "preset.json", "script": tmp / "augment.py", "tmp": tmp}
+    return preset_and_script(PRESET, tmp_path_factory.mktemp("cli_shards"))
 
 
 def _same(a: Path, b: Path) -> None:

@@ -29,22 +29,11 @@ from dali_gallery.pipelines.distribution_stats import (
     sampled,
 )
 from dali_gallery.pipelines.engine import PreviewEngine
-from dali_gallery.pipelines.images import collect as collect_files
-from dali_gallery.pipelines.images import decode
 from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.render_budget import BudgetError
-from tests.support import SAMPLES, preset_dict
+from tests.support import preset_dict
 
 ROTATE = {"op": "rotate", "probability": 0.3, "params": {"angle": {"uniform": [-30, 30]}}}
-
-
-@pytest.fixture(scope="module")
-def photo() -> np.ndarray:
-    """A real photo, decoded by DALI (not made for the purpose)."""
-    encoded, problems = collect_files([SAMPLES / "cat.jpg"])
-    arrays, _, bad = decode(encoded, num_threads=2)
-    assert not problems and not bad
-    return arrays[0]
 
 
 @pytest.fixture(scope="module")

@@ -21,21 +21,10 @@ from nvidia.dali.auto_aug import auto_augment, rand_augment, trivial_augment
 
 from dali_gallery.pipelines.codegen import chain_source
 from dali_gallery.pipelines.distribution import collect
-from dali_gallery.pipelines.images import collect as collect_files
-from dali_gallery.pipelines.images import decode
 from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, preset_dict
+from tests.support import preset_dict
 
 DRAWS = 2000
-
-
-@pytest.fixture(scope="module")
-def photo() -> np.ndarray:
-    """A real photo, decoded by DALI (not made for the purpose)."""
-    encoded, problems = collect_files([SAMPLES / "cat.jpg"])
-    arrays, _, bad = decode(encoded, num_threads=2)
-    assert not problems and not bad
-    return arrays[0]
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,6 @@ import pytest
 from dali_gallery.pipelines.distribution import collect
 from dali_gallery.pipelines.distribution_stats import pick_probabilities, rates
 from dali_gallery.pipelines.engine import PreviewEngine
-from dali_gallery.pipelines.images import collect as collect_files
-from dali_gallery.pipelines.images import decode
 from dali_gallery.pipelines.preset import PresetError, load
 from tests.support import SAMPLES, first_batch, preset_dict
 
@@ -22,14 +20,6 @@ CHILDREN = [{"op": "brightness", "params": {"brightness": 1.1}},
             {"op": "contrast", "params": {"contrast": 1.1}},
             {"op": "saturation", "params": {"saturation": 1.1}}]
 CHI2_999 = {2: 13.82, 30: 59.70}  # chi-square quantile 0.999 by degrees of freedom
-
-
-@pytest.fixture(scope="module")
-def photo() -> np.ndarray:
-    encoded, problems = collect_files([SAMPLES / "cat.jpg"])
-    arrays, _, bad = decode(encoded, num_threads=2)
-    assert not problems and not bad
-    return arrays[0]
 
 
 @pytest.mark.parametrize(("weights", "expected"), [
