@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .annotations_coco import MAX_ANNOTATIONS, MAX_IMAGES, AnnotationError, AnnotationProblem
 from .annotations_yolo_yaml import MAX_NAMES, yaml_kpt_shape, yaml_names
+from .image_collect import within_root
 from .image_files import SUPPORTED_EXTENSIONS, byte_key, matches, os_error_reason, readable
 from .image_headers import HeaderLimitError, read_size
 from .preset_document import file_kind, quote
@@ -73,14 +74,6 @@ def _text(path: Path, shown: str, limit: int = MAX_LABEL_BYTES) -> str:
         raise AnnotationError(f"{shown}: not UTF-8 text.") from None
 
 
-def _within(path: Path, root: Path | None) -> bool:
-    """Whether ``path`` resolves (symlinks followed) to ``root`` or inside it (None: any)."""
-    if root is None:
-        return True
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-
-
 @dataclass(frozen=True)
 class YoloLayout:
     """Where the labels and names of an images folder may lie, and nowhere else.
@@ -102,7 +95,7 @@ class YoloLayout:
         if "images" in parts:
             k = len(parts) - 1 - parts[::-1].index("images")
             labels = Path(*parts[:k], "labels", *parts[k + 1:])
-            if labels.is_dir() and _within(Path(*parts[:k]), confine):
+            if labels.is_dir() and (confine is None or within_root(Path(*parts[:k]), confine)):
                 return cls(Path(*parts), Path(*parts[:k]), labels)
         return cls(Path(*parts), Path(*parts), None)
 
@@ -117,9 +110,7 @@ class YoloLayout:
 
     def inside(self, path: Path) -> bool:
         """Whether ``path`` resolves (symlinks followed) inside the folder or the root."""
-        real = os.path.realpath(path)
-        return any(real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-                   for top in {os.path.realpath(self.folder), os.path.realpath(self.root)})
+        return within_root(path, self.folder) or within_root(path, self.root)
 
     def label_file(self, image: str) -> Path | None:
         """The first of the image's label paths that exists (as an entry: a broken link or a

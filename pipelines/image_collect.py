@@ -87,6 +87,12 @@ def _inside(path: str, root_real: str) -> bool:
     return path == root_real or path.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def within_root(path: str | os.PathLike, root: str | os.PathLike) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to ``root`` or inside it: the one
+    allowed-root test, for sources other than :func:`collect` (labels, listings)."""
+    return _inside(os.path.realpath(path), os.path.realpath(root))
+
+
 def human_bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
 

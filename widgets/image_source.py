@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dali_gallery.pipelines.image_collect import FolderSelection, ImageProblem
+from dali_gallery.pipelines.image_collect import FolderSelection, ImageProblem, within_root
 from dali_gallery.pipelines.image_files import class_of, image_listing, scan_folder, spread
 from dali_gallery.pipelines.shards import training_files
 
@@ -27,12 +27,6 @@ SAMPLE_ANNOTATIONS = SAMPLES_DIR / "instances.json"
 DEFAULT_PICK = 6
 """Images of a folder previewed by default (the builder passes its own ``max_images``)."""
 MAX_FOLDERS_LISTED = 300
-
-
-def _inside(path: Path, root: Path) -> bool:
-    """Whether ``path`` resolves (symlinks followed) inside ``root``."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 @dataclass(frozen=True)
@@ -61,7 +55,7 @@ class FolderListing:
         files = image_listing(scan_folder(folder))
         if root is not None:
             parents = {os.path.dirname(f) for f in files}
-            outside = {p for p in parents if p and not _inside(Path(folder) / p, root)}
+            outside = {p for p in parents if p and not within_root(Path(folder) / p, root)}
             files = [f for f in files if os.path.dirname(f) not in outside]
         names = {class_of(r) for r in files}
         return cls(Path(folder), tuple(files), tuple(spread(files)), len(names - {""}),

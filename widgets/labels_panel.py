@@ -22,6 +22,7 @@ import ipywidgets as w
 
 from dali_gallery.pipelines.annotations import AnnotationError, AnnotationProblem
 from dali_gallery.pipelines.annotations_yolo import YoloLayout
+from dali_gallery.pipelines.image_collect import within_root
 from dali_gallery.pipelines.image_files import readable
 from dali_gallery.pipelines.label_code import LabelSet
 
@@ -292,11 +293,9 @@ class LabelsPanel:
     def _inside(self, path: Path) -> Path:
         """``path`` when it resolves inside :meth:`_root`, symlinks followed."""
         allowed = self._root()
-        if allowed is not None:
-            real, root = os.path.realpath(path), os.path.realpath(allowed)
-            if not real.startswith(root.rstrip(os.sep) + os.sep):
-                raise AnnotationError(f"{readable(path.name)} leads outside the allowed root; "
-                                      "it was not opened")
+        if allowed is not None and not within_root(path, allowed):  # a file: never the root
+            raise AnnotationError(f"{readable(path.name)} leads outside the allowed root; "
+                                  "it was not opened")
         return path
 
     def _offer(self, folder: Path | None) -> None:
