@@ -41,7 +41,6 @@ from .annotations_coco import (
     Checked,
     check_document,
     is_int,
-    safe_name,
 )
 from .annotations_yolo import read_regular, yolo_document
 from .coco_check import listed_files
@@ -274,9 +273,8 @@ def load_coco(path: str | Path, images_dir: str | Path) -> Annotations:
         raise AnnotationError(f"{quote(str(images_dir), 200)} is not a folder; the images of "
                               "an annotations file are read from a folder.")
     doc = parse_document(read_regular(path, MAX_TEXT_BYTES, origin), origin)
-    names = {img["file_name"] for img in doc["images"]
-             if isinstance(img, dict) and safe_name(img.get("file_name"))}
-    return _annotations(check_document(doc, origin, listed_files(images_dir, names)), "coco")
+    available = listed_files(images_dir, doc["images"])
+    return _annotations(check_document(doc, origin, available), "coco")
 
 
 def load_yolo(images_dir: str | Path, names: Sequence[str] | None = None,

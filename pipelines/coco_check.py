@@ -374,9 +374,11 @@ def check_entries(doc, origin, available=None, describe=None):
     return images, kept, list(categories.values()), problems
 
 
-def listed_files(images_dir, names):
-    """Which of names (relative paths) are files in images_dir: one listing per folder
-    they name, not one stat per image."""
+def listed_files(images_dir, images):
+    """Which file names of the image entries (safe ones: relative paths) are files in
+    images_dir: one listing per folder they name, not one stat per image."""
+    names = [img.get("file_name") for img in images if isinstance(img, dict)]
+    names = {name for name in names if safe_name(name)}
     found = set()
     for parent in {os.path.dirname(n) for n in names}:
         try:
@@ -386,7 +388,7 @@ def listed_files(images_dir, names):
             continue
         files = [n for n, is_file in entries if is_file]
         found.update(f"{parent}/{n}" if parent else n for n in files)
-    return found & set(names)
+    return found & names
 
 
 EMBEDDED = (is_int, is_number, numbers, safe_name, check_categories, image_problem,

@@ -94,9 +94,7 @@ def checked_annotations(annotations_file, file_root):
             f"{{annotations_file}}: not a COCO instances file (a JSON object with "
             "'images', 'annotations' and 'categories' lists)"
         )
-    names = [img.get("file_name") for img in doc["images"] if isinstance(img, dict)]
-    names = [name for name in names if safe_name(name)]
-    available = listed_files(os.fsdecode(file_root), names)
+    available = listed_files(os.fsdecode(file_root), doc["images"])
     origin = readable(os.path.basename(os.fsdecode(annotations_file)))
     images, annotations, categories, problems = check_entries(doc, origin, available)
     for file, reason in problems[:20]:
