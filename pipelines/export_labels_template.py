@@ -61,9 +61,8 @@ def training_pipeline(
         jpegs, device=dec, output_type=types.RGB, hw_decoder_load=hw_decoder_load
     )
     classes = fn.reshape(classes, shape=[-1])
-    if keypoints_of is None:  # a file without keypoints: (N, 0, 3), no Python step
-        keypoints = fn.expand_dims(fn.cast(classes, dtype=types.FLOAT), axes=[1, 2])
-        keypoints = fn.pad(keypoints[:, 0:0], axes=[2], shape=[3])
+    if keypoints_of is None:  # none in the file, or not returned: no keypoint operators
+        keypoints = None
     else:
         keypoints = fn.python_function(
             classes,
@@ -74,7 +73,9 @@ def training_pipeline(
         )
 {mask_lines}    labels = ({names})
     images, labels = augment(images, labels, seed=aug_seed)
-{finish}    if pad_labels:
+{finish}    if labels[2] is None and "keypoints" in label_outputs:
+        labels = (*labels[:2], _no_keypoints(labels[1]), *labels[3:])
+    if pad_labels:
         labels = pad_per_batch(*labels)
     return (images, *[labels[LABEL_KEYS.index(key)] for key in label_outputs])
 
@@ -116,7 +117,8 @@ def pad_per_batch(boxes, classes, keypoints, *masks):
     >= 0 are the real boxes). Masks have their image's size already."""
     boxes = fn.pad(boxes, axes=[0], fill_value=0.0)
     classes = fn.pad(classes, axes=[0], fill_value=-1)
-    keypoints = fn.pad(keypoints, axes=[0, 1], fill_value=0.0)
+    if keypoints is not None:  # None: not returned
+        keypoints = fn.pad(keypoints, axes=[0, 1], fill_value=0.0)
     return (boxes, classes, keypoints, *masks)
 
 
@@ -181,7 +183,9 @@ def create_pipeline(
     return training_pipeline(
         file_root=os.fsdecode(file_root),
         annotations_file=os.fsdecode(annotations_file),
-        keypoints_of=keypoints_lookup(table) if keypoint_count(table) else None,
+        keypoints_of=keypoints_lookup(table)
+        if keypoint_count(table) and "keypoints" in label_outputs
+        else None,
         aug_seed=aug_seed,
         shard_id=shard_id,
         num_shards=num_shards,

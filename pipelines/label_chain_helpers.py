@@ -17,7 +17,7 @@ import numpy as np
 from nvidia.dali import fn
 from nvidia.dali.pipeline import do_not_convert
 
-from .label_helpers import _moved
+from .label_helpers import _moved, _no_keypoints
 
 
 def _flipped(boxes, keypoints, horizontal, vertical):
@@ -77,8 +77,9 @@ def _move_labels_chain(boxes, classes, keypoints, moves, min_kept):
     inputs and outputs cross into Python per sample). ``moves``, in order: ``(frame, m,
     before, after)`` for a warp (the images before and after it) or ``("mirror",
     horizontal, vertical)``. Returns boxes, classes, keypoints and each warp's kept
-    fractions. Kept out of DALI's AutoGraph (a chain with conditions): its loops are
-    over the moves, never over graph values."""
+    fractions (keypoints None: :func:`_no_keypoints` stands in). Kept out of DALI's
+    AutoGraph (a chain with conditions): its loops are over the moves, never over graph
+    values."""
     inputs, kinds = [], []
     for move in moves:
         if move[0] == "mirror":
@@ -95,7 +96,7 @@ def _move_labels_chain(boxes, classes, keypoints, moves, min_kept):
     return fn.python_function(
         boxes,
         classes,
-        keypoints,
+        _no_keypoints(classes) if keypoints is None else keypoints,
         *inputs,
         num_outputs=3 + warps,
         device="cpu",
@@ -107,6 +108,6 @@ def _move_labels_chain(boxes, classes, keypoints, moves, min_kept):
 HELPERS = ("_flipped", "_moved_chain_batch", "_move_labels_chain")
 DEPS = {
     "_moved_chain_batch": ("_moved", "_flipped"),
-    "_move_labels_chain": ("_moved_chain_batch", "_moved", "_flipped"),
+    "_move_labels_chain": ("_moved_chain_batch", "_moved", "_flipped", "_no_keypoints"),
 }
 """The helpers (in the order modules define them) and what each calls."""

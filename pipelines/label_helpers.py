@@ -17,7 +17,6 @@ there.
 from __future__ import annotations
 
 import numpy as np
-import nvidia.dali.math as dmath
 from nvidia.dali import fn, types
 from nvidia.dali.pipeline import do_not_convert
 
@@ -123,11 +122,12 @@ def _move_labels(
     (see :func:`_moved`) run in one Python step on the CPU. DALI has no operator that
     drops rows, its shape inference fails on batches without any box, and each small
     DALI operator costs a preview ~0.1 ms: one step does it all, a batch a call.
-    Returns boxes, classes, keypoints and the kept fractions."""
+    Returns boxes, classes, keypoints and the kept fractions (keypoints None: a
+    training graph that carries none, :func:`_no_keypoints`)."""
     return fn.python_function(
         boxes,
         classes,
-        keypoints,
+        _no_keypoints(classes) if keypoints is None else keypoints,
         m,
         shape_in,
         shape_out,
@@ -136,6 +136,13 @@ def _move_labels(
         batch_processing=True,
         function=_moved_batch(min_kept, frame),
     )
+
+
+def _no_keypoints(classes):
+    """Keypoints (N, 0, 3) for labels without any: what a training graph that carries
+    none (None) gives a Python step or an output that needs them."""
+    points = fn.expand_dims(fn.cast(classes, dtype=types.FLOAT), axes=[1, 2])
+    return fn.pad(points[:, 0:0], axes=[2], shape=[3])
 
 
 def _flag(value):
@@ -149,9 +156,11 @@ def _flag(value):
 def _flip_labels(boxes, keypoints, horizontal, vertical):
     """Mirror boxes (``fn.bb_flip``) and keypoints (``fn.coord_flip``: x -> 1 - x,
     y -> 1 - y; the third column, COCO's visibility, as an unflipped z) in relative
-    coordinates."""
+    coordinates. Keypoints None (a training graph without any) stay None."""
     h, v = _flag(horizontal), _flag(vertical)
     boxes = fn.bb_flip(boxes, ltrb=True, horizontal=h, vertical=v)
+    if keypoints is None:
+        return boxes, None
     points = fn.coord_flip(
         fn.reshape(keypoints, shape=[-1, 3]),
         layout="xyz",
@@ -220,139 +229,12 @@ def _shift_matrix(before, after, pos_x, pos_y):
     return fn.transforms.translation(offset=offset)
 
 
-def _resized_crop(images, size, area, aspect, antialias, seed):
-    """``fn.random_resized_crop`` with its window drawn in the open
-    (``fn.random_crop_generator``) so labels can follow: the crop resized to ``size`` x
-    ``size``, and the window (top, left, height, width: frame ``window``)."""
-    anchor, shape = fn.random_crop_generator(
-        images.shape(), random_area=area, random_aspect_ratio=aspect, seed=seed
-    )
-    start = fn.cast(anchor, dtype=types.FLOAT)  # (y, x): the layout's order
-    extent = fn.cast(shape, dtype=types.FLOAT)
-    out = fn.resize(  # the window resized in one step (no copy of the window)
-        images,
-        size=[size, size],
-        roi_start=start,
-        roi_end=start + extent,
-        antialias=antialias,
-    )
-    return out, fn.cat(start, extent)
-
-
-def _pixel_window(images, anchor, shape):
-    """DALI's relative crop window (``anchor``: x, y; ``shape``: w, h) as ``fn.slice``
-    cuts at least one pixel of each side. ``fn.random_bbox_crop`` draws the width from
-    ``scaling`` and the height from the relative aspect ratio (rescaling a side over 1),
-    so a small scale with a large aspect (0.05 and 4 of a 64 px image: 0.8 rows) or a
-    side of an extreme image (1 px wide) is under a pixel; ``fn.slice`` rounds its start
-    and end to one pixel, and later operators crash on the empty image (blur and
-    laplacian segfault). Such a side is widened to 1.001 px (the margin covers slice's
-    rounding), moved back inside the image when that passes its far edge: a geometric
-    guarantee, no parameter changes. Any other window is DALI's, bit for bit. Four small
-    operators: the exported pipeline runs them every batch."""
-    least = dmath.min(1.001 / _wh(images), 1.0)
-    shape = dmath.max(shape, least)
-    return dmath.min(anchor, 1.0 - shape), shape
-
-
-def _bbox_crop(images, scaling, aspect, min_iou, seed):
-    """``fn.random_bbox_crop``'s window cut with ``fn.slice``, in a chain without
-    labels: with no boxes to overlap, any window of the declared scale and aspect (with
-    labels, :func:`_bbox_crop_labels`), one pixel or more each way
-    (:func:`_pixel_window`)."""
-    anchor, shape = fn.random_bbox_crop(
-        types.Constant(np.zeros((0, 4), np.float32)),
-        bbox_layout="xyXY",
-        thresholds=[min_iou],
-        scaling=scaling,
-        aspect_ratio=aspect,
-        seed=seed,
-    )[:2]
-    anchor, shape = _pixel_window(images, anchor, shape)
-    return fn.slice(
-        images,
-        anchor,
-        shape,
-        normalized_anchor=True,
-        normalized_shape=True,
-        axis_names="WH",
-    )
-
-
-def _bbox_crop_labels(
-    images,
-    boxes,
-    classes,
-    keypoints,
-    scaling,
-    aspect,
-    min_iou,
-    min_kept,
-    seed,
-    masks=None,
-):
-    """:func:`_bbox_crop` with DALI's own box outputs, and no Python step: the
-    window is cut from the images (and masks) with ``fn.slice``, and
-    ``fn.random_bbox_crop`` crops the boxes to it, makes them relative to it and drops
-    those keeping less than ``min_kept`` of their area (``bbox_prune_threshold``).
-    The classes and the keypoints (their float32 bits as int32) ride along as the
-    boxes' label columns, so they drop with them; the keypoints then move into the
-    window. A side under a pixel is widened (:func:`_pixel_window`): the boxes stay
-    relative to DALI's window (within the one pixel that side of the cut has), the
-    keypoints and kept fractions are the widened window's. Returns the images, boxes,
-    classes, keypoints, the kept fraction of each box that entered, and the masks when
-    given."""
-    k = keypoints.shape(dtype=types.INT32)
-    bits = fn.reinterpret(keypoints, dtype=types.INT32)
-    columns = fn.cat(
-        fn.expand_dims(classes, axes=[1]),
-        fn.reshape(bits, shape=fn.stack(k[0], k[1] * 3)),
-        axis=1,
-    )
-    anchor, shape, out_boxes, out_columns = fn.random_bbox_crop(
-        boxes,
-        columns,
-        bbox_layout="xyXY",
-        thresholds=[min_iou],
-        scaling=scaling,
-        aspect_ratio=aspect,
-        bbox_prune_threshold=min_kept,
-        seed=seed,
-    )
-    anchor, shape = _pixel_window(images, anchor, shape)
-
-    def cut(x):
-        return fn.slice(
-            x,
-            anchor,
-            shape,
-            normalized_anchor=True,
-            normalized_shape=True,
-            axis_names="WH",
-        )
-
-    n = out_columns.shape(dtype=types.INT32)[0]
-    points = fn.reinterpret(out_columns[:, 1:], dtype=types.FLOAT)
-    points = fn.reshape(points, shape=fn.stack(n, k[1], 3))
-    one = types.Constant(1.0, dtype=types.FLOAT)
-    zero = types.Constant(0.0, dtype=types.FLOAT)
-    scale = fn.stack(1.0 / shape[0], 1.0 / shape[1], one)
-    points = points * scale - fn.stack(anchor[0], anchor[1], zero) * scale
-    end = anchor + shape
-    width = dmath.min(boxes[:, 2], end[0]) - dmath.max(boxes[:, 0], anchor[0])
-    height = dmath.min(boxes[:, 3], end[1]) - dmath.max(boxes[:, 1], anchor[1])
-    inside = dmath.max(width, 0.0) * dmath.max(height, 0.0)
-    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    kept = inside / dmath.max(area, 1e-12)
-    out = (cut(images), out_boxes, out_columns[:, 0], points, kept)
-    return out if masks is None else (*out, cut(masks))
-
-
 HELPERS = (
     "_wh",
     "_moved",
     "_moved_batch",
     "_move_labels",
+    "_no_keypoints",
     "_flag",
     "_flip_labels",
     "_warp_mask",
@@ -360,20 +242,13 @@ HELPERS = (
     "_window_matrix",
     "_scale_matrix",
     "_shift_matrix",
-    "_resized_crop",
-    "_pixel_window",
-    "_bbox_crop",
-    "_bbox_crop_labels",
 )
 DEPS = {
-    "_move_labels": ("_moved_batch", "_moved"),
+    "_move_labels": ("_moved_batch", "_moved", "_no_keypoints"),
     "_flip_labels": ("_flag",),
     "_centred": ("_wh",),
     "_window_matrix": ("_wh",),
     "_scale_matrix": ("_wh",),
     "_shift_matrix": ("_wh", "_node"),
-    "_pixel_window": ("_wh",),
-    "_bbox_crop": ("_pixel_window", "_wh"),  # one level: list the helpers' own too
-    "_bbox_crop_labels": ("_pixel_window", "_wh"),
 }
 """The helpers (in the order modules define them) and what each calls."""

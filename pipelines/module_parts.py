@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import graph_helpers, label_chain_helpers, label_helpers
+from . import graph_helpers, label_chain_helpers, label_crop_helpers, label_helpers
 from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
 from .custom_code import CustomCode, check_together, import_lines, module_text
@@ -27,10 +27,11 @@ TAIL_SLOT = 1_000_000
 
 _HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
             "_const", "_bin", "_picked", "_uniform_int", "_log_key", *auto_aug_graph.HELPERS,
-            *label_helpers.HELPERS, *label_chain_helpers.HELPERS)
+            *label_helpers.HELPERS, *label_crop_helpers.HELPERS,
+            *label_chain_helpers.HELPERS)
 _HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
                 "_inputs": ("_node",), **auto_aug_graph.DEPS, **label_helpers.DEPS,
-                **label_chain_helpers.DEPS}
+                **label_crop_helpers.DEPS, **label_chain_helpers.DEPS}
 
 
 def used_helpers(code: str) -> list[str]:
@@ -75,7 +76,7 @@ def helper_source(names: list[str]) -> str:
 
 def _helper(name: str) -> object:
     """A graph helper by name: a general one, or one of the auto-augment policies'."""
-    for module in (graph_helpers, label_helpers, label_chain_helpers):
+    for module in (graph_helpers, label_helpers, label_crop_helpers, label_chain_helpers):
         if hasattr(module, name):
             return getattr(module, name)
     return getattr(auto_aug_graph, name)

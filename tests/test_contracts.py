@@ -36,8 +36,11 @@ NAMES_ALLOWED = {
         "albumentations_geometry", "albumentations_warps", "albumentations_pixels",
         "albumentations_filters", "albumentations_rules", "bins")},
     "pipelines/label_helpers.py": "graph helpers the label rules call: masks go through DALI's "
-                                  "affine / perspective warps, a random window is drawn with "
-                                  "DALI's crop generator (mechanisms, not per-operator code)",
+                                  "affine / perspective warps (mechanisms, not per-operator "
+                                  "code)",
+    "pipelines/label_crop_helpers.py": "graph helpers the crop rules call: a random window is "
+                                       "drawn with DALI's crop generator or bbox crop and cut "
+                                       "with slice (mechanisms, not per-operator code)",
 }
 """Modules that may name operators anywhere, and why."""
 WORDS_ALLOWED = {

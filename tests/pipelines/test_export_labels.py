@@ -55,6 +55,12 @@ CHAINS = {
         {"op": "brightness_contrast", "probability": 0.5},
         {"one_of": [{"op": "hsv"}, {"op": "gaussian_blur"}]},
     ], None),
+    # DALI's detection crop: the boxes and classes (and keypoints) it keeps, in the graph
+    "bbox_crop": ([
+        {"op": "random_bbox_crop", "params": {"scale_min": 0.3, "min_iou": 0.3}},
+        {"op": "flip", "params": {"horizontal": {"choice": [True, False]}}},
+        {"op": "hsv", "params": {"hue": {"uniform": [-20, 20]}}},
+    ], NORMALISE),
     "tail": ([{"op": "rotate", "params": {"angle": {"uniform": [-20, 20]}}}],
              {"resize_shorter": 40, "crop": [32, 30], "mirror_probability": 0.5, **NORMALISE}),
 }
@@ -134,6 +140,32 @@ def test_boxes_masks_only_module_without_masks(preview, coco, tmp_path):
                                      random_shuffle=False, num_threads=2)
     assert "masks" not in labels
     assert_same_batch(images, labels, render)
+
+
+@pytest.mark.parametrize("name", ["bbox_crop", "run_then_random_colour", "tail"])
+def test_a_detector_without_keypoints_gets_the_same_batch_from_fewer_operators(
+        preview, coco, tmp_path, monkeypatch, name):
+    """label_outputs without "keypoints" builds no keypoint lookup (a Python step per batch)
+    and, through DALI's detection crop, no keypoint columns riding along (a dozen operators),
+    and returns the same images, boxes and labels."""
+    _, batch = preview
+    steps, output = CHAINS[name]
+    module = exported(load(preset_dict(steps, seed=13, output=output)), batch.labels, tmp_path)
+    args = (str(coco[0]), str(coco[1]), len(batch.files))
+    kw = {"num_threads": 2, "device_id": None, "random_shuffle": False}
+    full = module.create_pipeline(*args, label_outputs=("boxes", "labels", "keypoints"), **kw)
+    monkeypatch.setattr(module, "keypoints_lookup", None)  # the detector's must not call it
+    detector = module.create_pipeline(*args, label_outputs=("boxes", "labels"), **kw)
+    outputs = []
+    for pipe in (full, detector):
+        pipe.build()
+        outputs.append([[np.array(t) for t in out] for out in pipe.run()[:3]])
+    if name == "bbox_crop":  # a Python step gets (N, 0, 3) instead of the lookup's
+        assert len(detector._ops) < len(full._ops) - 10  # DALI 2.4: the built graph's nodes
+    for got, want in zip(outputs[1], outputs[0], strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    assert sum(len(b) for b in outputs[0][1]) > 0
 
 
 def test_keypoint_table_is_what_the_loader_reads(coco):
