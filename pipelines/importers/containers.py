@@ -32,8 +32,8 @@ class GroupMode:
 def group_mode(e: Call, args: Args, children: list[Call]) -> GroupMode:
     """The group a container becomes (Refused: one the preset cannot hold)."""
     n = len(children)
-    if e.name in ("RandomApply", "Sequential"):
-        return GroupMode(None)
+    if e.name in ("RandomApply", "Sequential", "Compose"):  # a nested Albumentations Compose
+        return GroupMode(None)  # runs all of its transforms, in order, with its p
     if e.name == "RandomChoice":
         p = args.get("p")
         if p is not None and (not isinstance(p, list) or len(p) != n):
@@ -48,6 +48,12 @@ def group_mode(e: Call, args: Args, children: list[Call]) -> GroupMode:
         raise Refused(f"SomeOf(n={k}, replace=True) may apply a transform twice; a group picks "
                       "distinct transforms", "SomeOf(replace=False)")
     return GroupMode(None) if k >= n else GroupMode(k)
+
+
+def strict_of(e: Call, args: Args) -> bool:
+    """Whether ``e`` is an Albumentations ``Compose(strict=True)``: Albumentations 2 raises on
+    the 1.x arguments of every transform inside it instead of ignoring them."""
+    return e.library == "albumentations" and e.name == "Compose" and bool(args.get("strict"))
 
 
 def transforms_of(e: Call, rule: Rule, args: Args) -> list[Any]:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..catalog import CATALOG, Catalog
 from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, Preset, PresetError, load
 from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
-from .containers import GroupMode, group_mode, transforms_of
+from .containers import GroupMode, group_mode, strict_of, transforms_of
 from .rules import Args, Context, Conversion, Refused, Rule, Verdict, fmt, number
 from .source import Call, Parsed
 from .table import rule_for
@@ -104,10 +104,12 @@ class Converter:
         self.notes = list(parsed.notes)
         self.libraries: set[str] = set()
         self.nested_tail: dict[str, Any] = {}
+        self.strict = False
+        """The top level is an Albumentations Compose(strict=True)."""
 
     def run(self) -> ImportResult:
         entries = self._top_level(self.parsed.root)
-        ctx = Context(next(iter(self.libraries), "torchvision"))
+        ctx = Context(next(iter(self.libraries), "torchvision"), strict=self.strict)
         converted = [self._entry(e, ctx) for e in entries]
         in_tail = self._tail_position(converted)
         steps: list[dict[str, Any]] = []
@@ -146,6 +148,7 @@ class Converter:
             transforms = transforms_of(root, rule, args)
         except Refused as e:
             raise PresetError([f"{root.name} ({root.where}): {e.reason}"]) from e
+        self.strict = strict_of(root, args)
         p = args.get("p")
         if root.library == "albumentations" and root.name == "Sequential":
             return [root]  # a Sequential at the top has its own probability: a group
@@ -198,7 +201,11 @@ class Converter:
         except Refused as r:
             return self._refused(e, rule, r), None, []
         label = f"{e.name} p={fmt(p)}"
-        parts = [self._child(c, ctx, label, how.force) for c in children]
+        outer, ctx.strict = ctx.strict, ctx.strict or strict_of(e, args)
+        try:
+            parts = [self._child(c, ctx, label, how.force) for c in children]
+        finally:
+            ctx.strict = outer
         if how.pick is None:
             return self._all_of(e, p, parts)
         return self._picked(e, p, how, parts, children)

@@ -114,6 +114,9 @@ class Context:
     seen (uint8 levels; a Normalize there is read as fractions, torchvision's usual form)."""
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
+    strict: bool = False
+    """Inside an Albumentations ``Compose(strict=True)``: the 1.x arguments Albumentations 2
+    otherwise ignores make it raise, so the transform that has one is refused."""
 
 
 @dataclass(frozen=True)

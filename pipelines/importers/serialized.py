@@ -19,9 +19,10 @@ MAX_SERIALIZED = 256_000
 """Characters of a saved pipeline (to_dict output is verbose: ~400 characters a transform)."""
 
 _IGNORED = {"__class_fullname__", "additional_targets", "bbox_params", "keypoint_params",
-            "is_check_shapes", "strict", "seed", "save_applied_params", "mask_interpolation",
+            "is_check_shapes", "seed", "save_applied_params", "mask_interpolation",
             "__version__", "id"}
-"""Keys that say nothing about the image pixels (targets, bookkeeping)."""
+"""Keys that say nothing about the image pixels (targets, bookkeeping). Compose's ``strict``
+is passed on: inside it the 1.x arguments are refused, as Albumentations raises on them."""
 _UNSET = {"always_apply": False}
 """Keys a 1.x file writes on every transform, left out at this value (it changes nothing);
 ``always_apply: true`` is passed on, for the rule to say how Albumentations 2 reads it."""

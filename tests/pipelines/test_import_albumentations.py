@@ -1,11 +1,12 @@
 """Albumentations transforms whose meaning hangs on a detail, checked against the installed
 Albumentations itself: independent x/y scale in Affine / ShiftScaleRotate, Normalize's
-max_pixel_value, translations that are zero, the 1.x arguments Albumentations 2 ignores, and
-a malformed size refused for its transform alone."""
+max_pixel_value, translations that are zero, the 1.x arguments Albumentations 2 ignores (and
+refuses inside Compose(strict=True)), and a malformed size refused for its transform alone."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import warnings
 
 import numpy as np
@@ -204,6 +205,59 @@ def test_an_unknown_argument_is_still_refused_and_containers_refuse_always_apply
         library("OneOf([A.Blur()], always_apply=True)")
     assert oneof.status == "not imported" and "'always_apply'" in oneof.verdict.reason
     assert flip.status == "imported"
+
+
+# ---- Compose(strict=True) --------------------------------------------------------------------
+
+STRICT = [old for old, *_ in LEGACY] + ["HorizontalFlip(always_apply=False)"]
+
+
+@pytest.mark.parametrize("old", STRICT)
+def test_1x_arguments_inside_a_strict_compose_are_refused_as_albumentations_2_raises(old):
+    with pytest.raises(ValueError, match="are not valid for transform"):
+        library(f"Compose([A.{old}], strict=True)")
+    result = import_pipeline(HEAD + f"    A.{old},\n    A.VerticalFlip(),\n], strict=True)")
+    bad, flip = result.transforms
+    name = old.split("(")[0]
+    assert bad.status == "not imported" and not bad.steps
+    assert "inside Compose(strict=True): Albumentations 2 raises ValueError" in \
+        bad.verdict.reason and f"for transform {name}" in bad.verdict.reason
+    assert "or Compose(strict=False)" in bad.nearest
+    assert flip.status == "imported" and [s.op for s in result.preset.steps] == ["flip"]
+
+
+def test_a_strict_compose_of_2x_arguments_imports_as_without_strict():
+    """strict only checks arguments and input keys: the chain runs the same (accepted, with
+    no note, as seed, bbox_params and the other Compose arguments that change no pixel)."""
+    code = ("HorizontalFlip(p=0.3)", "Blur(blur_limit=3)")
+    library(f"Compose([A.{code[0]}, A.{code[1]}], strict=True)")  # builds
+    strict = import_pipeline(HEAD + "".join(f"    A.{t},\n" for t in code) + "], strict=True)")
+    plain = imported(*code)
+    assert strict.preset.to_dict() == plain.preset.to_dict()
+    assert strict.notes == plain.notes == []
+    assert [t.status for t in strict.transforms] == ["imported", "imported"]
+
+
+def test_strict_holds_inside_a_nested_strict_compose_only():
+    with pytest.raises(ValueError, match="'always_apply' are not valid"):
+        library("Compose([A.Compose([A.Blur(always_apply=True)], strict=True)])")
+    result = import_pipeline(HEAD + "    A.HorizontalFlip(always_apply=True),\n"
+                             "    A.Compose([A.Blur(always_apply=True)], strict=True),\n])")
+    flip, blur = result.transforms
+    assert flip.status == "imported" and "ignored, as Albumentations 2 does" in flip.notes[0]
+    assert blur.status == "not imported" and "Compose(strict=True)" in blur.verdict.reason
+
+
+def test_a_saved_strict_compose_refuses_its_1x_arguments_too():
+    saved = ('{"__version__": "2.0.8", "transform": {"__class_fullname__": "Compose", "p": 1.0, '
+             '"strict": true, "transforms": [{"__class_fullname__": "HorizontalFlip", '
+             '"always_apply": true, "p": 0.5}]}}')
+    with pytest.raises(ValueError, match="'always_apply' are not valid"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        A.from_dict(json.loads(saved))
+    (flip,) = import_pipeline(saved).transforms
+    assert flip.status == "not imported" and "Compose(strict=True)" in flip.verdict.reason
 
 
 # ---- a malformed argument refuses its transform only -----------------------------------------

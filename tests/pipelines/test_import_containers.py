@@ -82,6 +82,8 @@ def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
                "A.HorizontalFlip(p=1)], n=2, p=0.9)"),
     # Sequential: all of them, in order, on one coin; each with its own p
     ALB.format("A.Sequential([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
+    # a nested Compose: all of them, in order, on its own coin (once: one of them, picked)
+    ALB.format("A.Compose([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
     # a OneOf whose transform is a Sequential of one: its p is a weight, the inner p stays
     ALB.format("A.OneOf([A.Sequential([A.HorizontalFlip(p=0.3)], p=0.5), "
                "A.VerticalFlip(p=0.5)], p=1)"),
@@ -95,8 +97,8 @@ def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
     # v1's RandomApply iterates a torch.nn.Sequential as well
     TV.format("T.RandomApply(torch.nn.Sequential(T.RandomHorizontalFlip(p=1), "
               "T.RandomVerticalFlip(p=0.5)), p=0.4)"),
-], ids=["OneOf", "SomeOf", "Sequential", "OneOf-of-Sequential", "RandomChoice", "RandomApply",
-        "RandomApply-ModuleList", "RandomApply-nn.Sequential"])
+], ids=["OneOf", "SomeOf", "Sequential", "nested-Compose", "OneOf-of-Sequential",
+        "RandomChoice", "RandomApply", "RandomApply-ModuleList", "RandomApply-nn.Sequential"])
 def test_an_imported_container_draws_what_the_library_draws(engine, source):
     importlib.import_module("albumentations" if source.startswith("import alb") else "torchvision")
     group = import_pipeline(source).preset.steps[0]
