@@ -336,9 +336,10 @@ def top_level(text: str, key: str) -> tuple[int, Value] | None:
 
 
 def yaml_names(text: str) -> list[str] | None:
-    """``names`` of a YOLO ``data.yaml`` as a list by class index (an index missing from a
-    map is ``class K``); None when absent. AnnotationError naming the line when it is not a
-    list or index map of non-empty names."""
+    """``names`` of a YOLO ``data.yaml`` as a list by class index; None when absent.
+    AnnotationError naming the line when it is not a list or index map of non-empty names,
+    or when a map's indices are not 0 to n-1 (Ultralytics' check_class_names refuses a gap:
+    filling it in would give labels of a class the dataset does not name a name)."""
     found = top_level(text, "names")
     if found is None:
         return None
@@ -357,7 +358,15 @@ def yaml_names(text: str) -> list[str] | None:
         by_index[int(key) if key is not None else k] = name
     if not by_index:
         raise _fail(line, f"names lists no class; {allowed}")
-    return [by_index.get(k, f"class {k}") for k in range(max(by_index, default=-1) + 1)]
+    missing = [k for k in range(max(by_index) + 1) if k not in by_index]
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10} more"
+                                                     if len(missing) > 10 else "")
+        n = len(by_index)
+        raise _fail(line, f"names has no class index {shown} (its {n} indices go up to "
+                          f"{max(by_index)}); an index map numbers the classes 0 to {n - 1} "
+                          "with no gaps, as Ultralytics requires (or write names as a list)")
+    return [by_index[k] for k in range(len(by_index))]
 
 
 def yaml_kpt_shape(text: str) -> tuple[int, int] | None:

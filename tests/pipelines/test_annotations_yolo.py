@@ -154,6 +154,9 @@ BAD_YAMLS = {  # valid YAML or not: never guessed, refused with the line and wha
     "names:\n    - a\n  - b\n": "line 3: this line is indented less",
     "names: ['a, b]\n": "has no closing '",
     'names: ["a\\qb"]\n': "\\q is not a YAML escape",
+    "names: {0: cat, 2: dog}\n": "line 1: names has no class index 1 (its 2 indices go up to "
+                                 "2); an index map numbers the classes 0 to 1 with no gaps",
+    "names:\n  1: cat\n  2: dog\n": "names has no class index 0",
 }
 
 
@@ -167,6 +170,22 @@ def test_data_yaml_values_not_read_are_problems_naming_the_line(tmp_path, text):
     assert [c.name for c in ann.categories.values()] == ["class 0", "class 1", "class 2"]
     assert [(p.file, BAD_YAMLS[text] in p.reason) for p in ann.problems] == [("data.yaml", True)]
     assert ann.problems[0].reason.endswith("; the classes are numbered instead")
+
+
+def test_a_names_map_with_gaps_is_refused_as_ultralytics_refuses_it(tmp_path):
+    """Ultralytics' check_class_names raises on indices that are not 0 to n-1; filling the gap
+    with a made-up name would label boxes with a class the dataset never named."""
+    text = "names:\n  0: cat\n  3: dog\n  7: bird\n"
+    with pytest.raises(AnnotationError) as err:
+        yaml_names(text)
+    assert "has no class index 1, 2, 4, 5, 6 (its 3 indices go up to 7)" in str(err.value)
+    assert "0 to 2 with no gaps" in str(err.value)
+    root = _folder(tmp_path, LABELS | {"data.yaml": text}, SIZES)
+    [problem] = load_yolo(root).problems
+    assert str(problem).startswith("data.yaml: line 1: names has no class index 1, 2, 4")
+    many = "names: {0: a, 40: b}\n"
+    with pytest.raises(AnnotationError, match=r"index 1, 2, .*, 10 and 29 more \(its 2"):
+        yaml_names(many)
 
 
 def test_kpt_shape_is_read_like_pyyaml():
