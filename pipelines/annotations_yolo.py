@@ -3,16 +3,21 @@
 Each image of the folder (flat, the preview's image types, in byte order) may have a ``.txt``
 of the same stem. Where Ultralytics keeps it first: when the folder's path has an ``images``
 part and the path with its last ``images`` replaced by ``labels`` is a folder (``ds/images/
-train`` -> ``ds/labels/train``), there; else beside the image. A line is ``class cx cy w h``
-(a box) or ``class x1 y1 x2 y2 x3 y3 ...`` (a polygon, an even count of at least 6 values: its
-mask and its bounding box); in a pose dataset (``kpt_shape: [K, D]`` in ``data.yaml``) it is
-``class cx cy w h`` and K keypoints of D values. All are relative to the image, whose size is
-read from its header. Class names come from the caller, else ``classes.txt`` (one a line),
-else ``data.yaml`` (:mod:`.annotations_yolo_yaml`), each looked for in the folder, then in the
-dataset root above its ``images`` part; else ``class 0``, ``class 1`` ...; category id = class
-index + 1 (COCO ids start at 1). Nothing is read outside the folder and that root, symlinks
-followed. A line or file that cannot be read is a problem naming the file (and line); an
-image without a ``.txt`` has no boxes, and a folder none of whose images has one says so.
+train`` -> ``ds/labels/train``, or Roboflow's ``ds/train/images`` -> ``ds/train/labels``),
+there; else beside the image. A folder with no image of its own that holds ``images/`` and
+``labels/`` (Roboflow's ``ds/train``) is read as its ``images/`` (file names ``images/x.jpg``,
+as the preview lists them). A line is ``class cx cy w h`` (a box) or ``class x1 y1 x2 y2 x3
+y3 ...`` (a polygon, an even count of at least 6 values: its mask and its bounding box); in a
+pose dataset (``kpt_shape: [K, D]`` in ``data.yaml``) it is ``class cx cy w h`` and K
+keypoints of D values. All are relative to the image, whose size is read from its header.
+Class names come from the caller, else ``classes.txt`` (one a line), else ``data.yaml``
+(:mod:`.annotations_yolo_yaml`), each looked for in the folder, then in the dataset root above
+its ``images`` part, and ``data.yaml`` one level higher too when the folder is named
+``images`` (Roboflow keeps it in ``ds`` beside ``ds/train``); else ``class 0``, ``class 1``
+...; category id = class index + 1 (COCO ids start at 1). Nothing is read outside those
+folders (nor outside the caller's ``confine``), symlinks followed. A line or file that cannot
+be read is a problem naming the file (and line); an image without a ``.txt`` has no boxes, and
+a folder none of whose images has one says so.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .annotations_coco import MAX_ANNOTATIONS, MAX_IMAGES, AnnotationError, AnnotationProblem
@@ -76,32 +81,52 @@ def _text(path: Path, shown: str, limit: int = MAX_LABEL_BYTES) -> str:
 
 @dataclass(frozen=True)
 class YoloLayout:
-    """Where the labels and names of an images folder may lie, and nowhere else.
+    """Where the images, labels and names of a chosen folder may lie, and nowhere else.
 
-    ``labels``: the folder's path with its last ``images`` part replaced by ``labels``, when
+    ``folder``: where the images lie: the chosen folder, or its ``images/`` when it holds
+    ``images/`` and ``labels/`` and no image of its own (a split of Roboflow's export,
+    ``ds/train``), named ``prefix`` + file name as the preview lists them (``images/x.jpg``).
+    ``labels``: ``folder``'s path with its last ``images`` part replaced by ``labels``, when
     that is a folder (Ultralytics' rule); ``root``: the part above ``images`` then, else the
-    folder itself. Paths are absolute but never shown: messages name files relative to
-    ``root``."""
+    folder itself. ``top``: when ``folder`` itself is named ``images`` (``ds/images`` or
+    Roboflow's ``ds/train/images``), the folder above ``root``, where Roboflow keeps
+    ``data.yaml``; looked in last, for ``data.yaml`` only. Paths are absolute but never
+    shown: messages name files relative to ``root``."""
 
     folder: Path
     root: Path
     labels: Path | None
+    top: Path | None = None
+    prefix: str = ""
 
     @classmethod
     def of(cls, folder: Path, confine: Path | None = None) -> YoloLayout:
-        """``confine``: a root the dataset root must resolve inside (the served app's
-        allowed root); the split layout is not used when its root lies above it."""
+        """``confine``: a root every place must resolve inside (the served app's allowed
+        root); the split layout is not used when its root lies above it, nor ``top``."""
         parts = Path(os.path.abspath(folder)).parts
         if "images" in parts:
             k = len(parts) - 1 - parts[::-1].index("images")
-            labels = Path(*parts[:k], "labels", *parts[k + 1:])
-            if labels.is_dir() and (confine is None or within_root(Path(*parts[:k]), confine)):
-                return cls(Path(*parts), Path(*parts[:k]), labels)
-        return cls(Path(*parts), Path(*parts), None)
+            root, labels = Path(*parts[:k]), Path(*parts[:k], "labels", *parts[k + 1:])
+            if labels.is_dir() and (confine is None or within_root(root, confine)):
+                top = root.parent if k == len(parts) - 1 and root.parent != root and (
+                    confine is None or within_root(root.parent, confine)) else None
+                return cls(Path(*parts), root, labels, top)
+        chosen = Path(*parts)
+        inner = chosen / "images"
+        if inner.is_dir() and (chosen / "labels").is_dir() and not _has_images(chosen) and (
+                confine is None or within_root(inner, confine)):
+            split = cls.of(inner, confine)
+            if split.labels is not None:
+                return replace(split, prefix="images/")
+        return cls(chosen, chosen, None)
 
-    def places(self) -> list[Path]:
-        """Where ``classes.txt`` and ``data.yaml`` are looked for: the folder, then the root."""
-        return [self.folder] if self.root == self.folder else [self.folder, self.root]
+    def places(self, name: str) -> list[Path]:
+        """Where ``name`` (``classes.txt``, ``data.yaml``) is looked for: the folder, the
+        root, then (``data.yaml`` / ``data.yml``) ``top``."""
+        found = [self.folder] if self.root == self.folder else [self.folder, self.root]
+        if self.top is not None and name.startswith("data."):
+            found.append(self.top)
+        return found
 
     def shown(self, path: Path) -> str:
         """``path`` for a message: relative to the root (its name for the folder's files)."""
@@ -111,6 +136,10 @@ class YoloLayout:
     def inside(self, path: Path) -> bool:
         """Whether ``path`` resolves (symlinks followed) inside the folder or the root."""
         return within_root(path, self.folder) or within_root(path, self.root)
+
+    def names_inside(self, path: Path) -> bool:
+        """Whether a names file found in :meth:`places` resolves inside them."""
+        return self.inside(path) or (self.top is not None and within_root(path, self.top))
 
     def label_file(self, image: str) -> Path | None:
         """The first of the image's label paths that exists (as an entry: a broken link or a
@@ -134,6 +163,16 @@ class YoloLayout:
                                  ".txt per image")
 
 
+def _has_images(folder: Path) -> bool:
+    """Whether ``folder`` holds an image file of its own (one it cannot list counts as
+    holding some: it is then read as chosen, and listing it names the error)."""
+    try:
+        with os.scandir(folder) as it:
+            return any(matches(e.name, SUPPORTED_EXTENSIONS) and e.is_file() for e in it)
+    except OSError:
+        return True
+
+
 def _names_file(layout: YoloLayout, path: Path | None,
                 problems: list[AnnotationProblem]) -> str | None:
     """The text of ``classes.txt`` or ``data.yaml``; None (and a problem) when it lies
@@ -142,7 +181,7 @@ def _names_file(layout: YoloLayout, path: Path | None,
         return None
     shown = layout.shown(path)
     try:
-        if not layout.inside(path):
+        if not layout.names_inside(path):
             raise AnnotationError(f"{shown} leads outside the dataset folder; it was not opened")
         return _text(path, shown, MAX_NAMES_BYTES)
     except AnnotationError as err:
@@ -159,7 +198,7 @@ def class_names(layout: YoloLayout, names: Sequence[str] | None
     if names is not None and (isinstance(names, str)
                               or not all(isinstance(n, str) for n in names)):
         raise AnnotationError("names must be a sequence of class names (strings).")
-    first = {name: next((p / name for p in layout.places() if (p / name).is_file()), None)
+    first = {name: next((p / name for p in layout.places(name) if (p / name).is_file()), None)
              for name in ("classes.txt", "data.yaml", "data.yml")}
     yaml = first["data.yaml"] or first["data.yml"]
     text = _names_file(layout, yaml, problems)
@@ -288,7 +327,7 @@ def yolo_document(folder: Path, names: Sequence[str] | None,
         raise AnnotationError(f"{readable(folder.name) or str(folder)}: not a folder; a YOLO "
                               "dataset is a folder of images with one .txt of labels each.")
     layout = YoloLayout.of(folder, confine)
-    with os.scandir(folder) as it:
+    with os.scandir(layout.folder) as it:
         files = sorted((e.name for e in it if matches(e.name, SUPPORTED_EXTENSIONS)
                         and e.is_file()), key=byte_key)
     if len(files) > MAX_IMAGES:
@@ -301,7 +340,8 @@ def yolo_document(folder: Path, names: Sequence[str] | None,
     for name in files:
         label = layout.label_file(name)
         labelled += label is not None
-        size = _image_size(folder / name)
+        size = _image_size(layout.folder / name)
+        name = layout.prefix + name  # as the preview lists it, relative to the chosen folder
         if isinstance(size, str):
             problems.append(AnnotationProblem(readable(name), size))
             continue

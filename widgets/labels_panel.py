@@ -300,7 +300,9 @@ class LabelsPanel:
 
     def _offer(self, folder: Path | None) -> None:
         """The .json files of the images folder, and its YOLO labels when it has .txt files
-        or a labels/ folder in Ultralytics' split layout (inside the allowed root)."""
+        or a labels/ folder of Ultralytics' or Roboflow's layout (``ds/images/train`` ->
+        ``ds/labels/train``, ``ds/train/images`` or ``ds/train`` -> ``ds/train/labels``),
+        inside the allowed root: :meth:`YoloLayout.of`."""
         options: list[tuple[str, str]] = []
         if folder is not None:
             try:

@@ -239,6 +239,32 @@ def test_yolo_labels_in_the_split_layout_are_offered_inside_the_allowed_root(tmp
         b.close()
 
 
+@pytest.mark.parametrize("chosen", ["train", "train/images"])
+def test_yolo_labels_of_a_roboflow_export_are_offered_with_the_names_of_its_data_yaml(
+        tmp_path, chosen):
+    """Roboflow keeps ds/data.yaml beside ds/train/images and ds/train/labels: the images
+    chosen as ds/train (listed as images/a.png) or ds/train/images get their labels and the
+    class names; with the allowed root at ds/train, data.yaml above it is not read."""
+    ds = tmp_path / "ds"
+    images = ds / "train" / "images"
+    images.mkdir(parents=True)
+    for name in ("a.png", "b.png"):
+        image_file(images, name)
+    (ds / "train" / "labels").mkdir()
+    (ds / "train" / "labels" / "a.txt").write_text("1 0.5 0.5 0.4 0.4\n")
+    (ds / "data.yaml").write_text("train: ../train/images\nnc: 2\nnames: ['cat', 'dog']\n")
+    for root, legend in ((ds, "dog"), (ds / "train", "class 1")):
+        b = make(ds / chosen, allowed_root=root)
+        try:
+            assert (YOLO_CHOICE, YOLO) in b.labels.found.options
+            assert b.labels.load_found(YOLO) == []
+            assert [len(s.boxes) for s in b.engine.labels] == [1, 0]
+            assert "labels for 2 of 2 image(s)" in b.labels.summary.value
+            assert legend in b.labels.legend.value
+        finally:
+            b.close()
+
+
 def test_the_export_tab_follows_the_labels_and_the_view(builder):
     """The Export tab shows what the preview shows once idle: after a new drop threshold,
     removing the labels and loading them again, and after the draws, image count or size

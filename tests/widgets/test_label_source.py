@@ -127,3 +127,22 @@ def test_yolo_folder(folder):
     a, c = source.for_images(["a.png", "c.png"], [(96, 128)] * 2)
     np.testing.assert_allclose(a.boxes[0], [0.25, 0.25, 0.75, 0.75], atol=1e-6)
     assert len(c.boxes) == 0 and source.origin == "YOLO labels"
+
+
+def test_yolo_split_of_a_roboflow_export_matches_the_previews_names_and_its_masks(tmp_path):
+    """ds/train chosen: the preview lists images/a.png; the labels come from ds/train/labels
+    under that name, and DALI reads the polygon's mask from ds/train/images."""
+    split = tmp_path / "ds" / "train"
+    (split / "images").mkdir(parents=True)
+    (split / "labels").mkdir()
+    for name in ("a.png", "b.png"):
+        image_file(split / "images", name)
+    (split / "labels" / "a.txt").write_text("0 0.25 0.25 0.75 0.25 0.75 0.75 0.25 0.75\n")
+    source = from_yolo(split, confine=tmp_path / "ds")
+    assert source.problems == [] and source.masks_on
+    a, b = source.for_images(["images/a.png", "images/b.png"], [(60, 80)] * 2)
+    np.testing.assert_allclose(a.boxes[0], [0.25, 0.25, 0.75, 0.75], atol=1e-6)
+    assert a.mask is not None and set(np.unique(a.mask).tolist()) == {0, 1}
+    ys, xs = np.nonzero(a.mask[:, :, 0])
+    assert abs(xs.min() - 20) <= 1 and abs(xs.max() + 1 - 60) <= 1
+    assert len(b.boxes) == 0 and b.mask is not None and not b.mask.any()
