@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .annotations import AnnotationProblem, Annotations, ImageLabels, dali_masks, load_coco
+from .coco_keypoints import unfit_for_masks
 from .engine import MAX_BATCH
 from .image_decode import decoded_size
 from .image_files import readable
@@ -45,18 +46,15 @@ def dataset_labels(annotations: Annotations, min_kept: float) -> LabelSet:
     """The labels a chain over this dataset carries: masks when any annotation has a
     segmentation (images without one get an empty mask), as the export reads them, and
     every category id fits the uint8 masks (else :func:`masks_problem` says why not)."""
-    masks = any(img.has_masks for img in annotations.images) and not _wide(annotations)
+    masks = (any(img.has_masks for img in annotations.images)
+             and not unfit_for_masks(annotations.categories))
     return LabelSet(masks=masks, min_kept=min_kept)
-
-
-def _wide(annotations: Annotations) -> list[int]:
-    return sorted(c for c in annotations.categories if not 0 < c <= MASK_ID_MAX)
 
 
 def masks_problem(annotations: Annotations, origin: str) -> AnnotationProblem | None:
     """Why a dataset with segmentations carries no masks (None: it does, or has none);
     ``origin`` names the annotations file."""
-    wide = _wide(annotations)
+    wide = unfit_for_masks(annotations.categories)
     if not wide or not any(img.has_masks for img in annotations.images):
         return None
     return AnnotationProblem(origin, f"category ids {wide[:5]} do not fit the "

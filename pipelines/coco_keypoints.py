@@ -22,6 +22,12 @@ import numpy as np
 from .label_render import MASK_ID_MAX
 
 
+def unfit_for_masks(category_ids):
+    """The category ids the uint8 masks cannot hold (1 to MASK_ID_MAX; 0 is no object),
+    sorted: the preview turns masks off for them, training refuses them."""
+    return sorted(c for c in category_ids if not 0 < c <= MASK_ID_MAX)
+
+
 def keypoint_table(annotations_file, masks=False, size_threshold=0.1):
     """{image id: (category ids int32 (N,), keypoints float32 (N, K, 3))} of the boxes
     fn.readers.coco keeps, in its order: x and y relative to the image entry's width and
@@ -31,7 +37,7 @@ def keypoint_table(annotations_file, masks=False, size_threshold=0.1):
     with open(annotations_file, encoding="utf-8") as f:
         doc = json.load(f)
     names = {c["id"]: len(c.get("keypoints") or ()) for c in doc["categories"]}
-    wide = sorted(c for c in names if not 0 < c <= MASK_ID_MAX)
+    wide = unfit_for_masks(names)
     if masks and wide:
         raise ValueError(
             f"{annotations_file}: category ids {wide[:5]} do not fit the uint8 masks; "
@@ -102,5 +108,5 @@ def keypoint_count(table):
     return max((points.shape[1] for _, points in table.values()), default=0)
 
 
-EMBEDDED = (keypoint_table, keypoints_lookup, keypoint_count)
+EMBEDDED = (unfit_for_masks, keypoint_table, keypoints_lookup, keypoint_count)
 """Functions the exported module with labels carries verbatim."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import math
 import sys
 import types
@@ -20,9 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .code_format import LINE_LIMIT, format_statement, split_string
+from .embedded_helpers import helpers
 
+STD_MODULES = ("argparse", "atexit", "collections", "json", "math", "os", "pathlib", "reprlib",
+               "shutil", "sys", "tempfile")
+"""Standard-library modules the generated modules import (each where their code uses it)."""
 RESERVED_MODULES: dict[str, str] = {
-    "argparse": "argparse", "json": "json", "os": "os", "tempfile": "tempfile", "np": "numpy",
+    **{m: m for m in STD_MODULES}, "np": "numpy",
     "fn": "nvidia.dali.fn", "types": "nvidia.dali.types", "dmath": "nvidia.dali.math",
 }
 """Names the generated modules import themselves, and the module each one is: a function may
@@ -30,26 +35,17 @@ read such a name only as that very module (the module's own import line then ser
 :func:`pipelines.custom.custom_op` adds the ``nvidia.dali.auto_aug`` modules the catalog's
 policies use (``catalog.AUTO_AUG_MODULES``)."""
 
-RESERVED_NAMES = frozenset({
+OWN_NAMES = frozenset({
     "pipeline_def", "do_not_convert", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD",
     "IMAGE_EXTENSIONS",
-    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_op_seed", "_vec", "_inputs",
-    "_node", "_center", "_affine",
-    "_perspective", "_const", "_bin", "_picked", "_uniform_int", "_log_key", "_checked",
-    "augment", "finish",
-    "select", "_rand_augment_ops", "_rand_augment", "_trivial_augment_ops", "_trivial_augment",
-    "_auto_augment_policy", "_auto_augment_pick", "_auto_augment", "_auto_augment_stages",
-    "_auto_augment_runs", "_random_signs", "flat_folder_files",
+    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_checked", "augment", "finish",
+    "select", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "replay", "batch_arguments",
     "batch_options", "batch_at", "main",
-    # the label helpers and the labelled module's own (pipelines.label_helpers, export_labels)
-    "_wh", "_moved", "_moved_batch", "_move_labels", "_flag", "_flip_labels", "_warp_mask",
-    "_flipped", "_moved_chain_batch", "_move_labels_chain",
-    "_centred",
-    "_window_matrix", "_scale_matrix", "_shift_matrix", "_resized_crop", "_bbox_crop",
-    "_bbox_crop_labels", "_pixel_window",
-    "LABEL_KEYS", "keypoint_table", "keypoints_lookup", "keypoint_count", "pad_per_batch",
+    # the labelled module's own (pipelines.export_labels, pipelines.coco_keypoints)
+    "LABEL_KEYS", "unfit_for_masks", "keypoint_table", "keypoints_lookup", "keypoint_count",
+    "pad_per_batch",
     # the annotation checks the labelled module carries (pipelines.coco_check) and theirs
     "checked_annotations", "readable", "cut", "_Quoter", "quote", "MAX_QUOTE", "SIZE_THRESHOLD",
     "BOX_TOLERANCE", "INT32_MAX", "is_int", "is_number", "numbers", "safe_name",
@@ -57,8 +53,19 @@ RESERVED_NAMES = frozenset({
     "rle_counts", "rle_problem", "segmentation_problem", "keypoints_problem",
     "annotation_problem", "clean_annotation", "check_entries", "listed_files", "MASK_ID_MAX",
 })
-"""Every other top-level name of the generated modules (a test keeps this list complete):
-a custom function, or a global it reads, by one of these names would replace the module's own."""
+"""Top-level names of the generated modules besides the module imports and the graph helpers
+(:func:`reserved_names` adds those)."""
+
+
+@functools.cache
+def reserved_names() -> frozenset[str]:
+    """Every top-level name of the generated modules but their imports (a test keeps this
+    complete): a custom function, or a global it reads, by one of these names would replace
+    the module's own. The graph helpers' come from their declarations
+    (:func:`pipelines.embedded_helpers.helpers`, gathered on first use), so a new helper is
+    reserved as it is added."""
+    return OWN_NAMES | frozenset(helpers())
+
 
 CONSTANT_CHARS = 10_000
 """Longest source a copied constant may take: larger data belongs in a file the function
@@ -136,7 +143,7 @@ def capture(op: str, function: Callable[..., Any], source: str,
     raises ValueError naming ``op``, the name and what to do for anything else. ``reserved``:
     the names the generated modules bind to modules, and those modules."""
     fname = function.__name__
-    if fname in RESERVED_NAMES or fname in reserved or _dunder(fname):
+    if fname in reserved_names() or fname in reserved or _dunder(fname):
         raise ValueError(f"{op}: a custom function cannot be named {fname!r}, which the "
                          "generated module uses itself: rename the function")
     tree = ast.parse(source).body[0]
@@ -235,7 +242,7 @@ def import_lines(codes: Sequence[CustomCode]) -> list[str]:
 def _entry(op: str, fname: str, name: str, value: Any,
            reserved: Mapping[str, str]) -> tuple[str, Any]:
     """(module name, the module) or (source of the constant, the value)."""
-    if _dunder(name) or name in RESERVED_NAMES or (
+    if _dunder(name) or name in reserved_names() or (
             name in reserved and (not isinstance(value, types.ModuleType)
                                   or value.__name__ != reserved[name])):
         raise ValueError(f"{op}: {fname} reads {name!r}, a name the generated module uses "

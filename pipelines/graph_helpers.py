@@ -105,3 +105,21 @@ def _log_key(u, scale):
     It ranks as ``u ** (1 / w)`` does, which underflows to 0 for small weights (the
     tie then went to the earlier child). u = 0 counts as 1e-30: every key is finite."""
     return dmath.log(dmath.max(u, 1e-30)) * scale
+
+
+HELPERS = (
+    "_op_seed",
+    "_vec",
+    "_inputs",
+    "_node",
+    "_center",
+    "_affine",
+    "_perspective",
+    "_const",
+    "_bin",
+    "_picked",
+    "_uniform_int",
+    "_log_key",
+)
+DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",), "_inputs": ("_node",)}
+"""The helpers (in the order generated modules define them) and what each calls."""

@@ -12,34 +12,26 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import graph_helpers, label_chain_helpers, label_crop_helpers, label_helpers
 from .catalog import AUTO_AUG_MODULES, Catalog
 from .code_format import LINE_LIMIT
-from .custom_code import CustomCode, check_together, import_lines, module_text
+from .custom_code import STD_MODULES, CustomCode, check_together, import_lines, module_text
 from .custom_probe import wrapper_source
+from .embedded_helpers import deps, helper, helpers
 from .label_code import LabelSet, label_tuple, tail_label_lines
-from .ops import auto_aug_graph
 from .preset import Output, Preset
 from .preset_output import black_fill
 
 TAIL_SLOT = 1_000_000
 """Seed slot of the training tail's mirror coin (far from every step's slots)."""
 
-_HELPERS = ("_op_seed", "_vec", "_inputs", "_node", "_center", "_affine", "_perspective",
-            "_const", "_bin", "_picked", "_uniform_int", "_log_key", *auto_aug_graph.HELPERS,
-            *label_helpers.HELPERS, *label_crop_helpers.HELPERS,
-            *label_chain_helpers.HELPERS)
-_HELPER_DEPS = {"_affine": ("_vec", "_node", "_center"), "_vec": ("_node",),
-                "_inputs": ("_node",), **auto_aug_graph.DEPS, **label_helpers.DEPS,
-                **label_crop_helpers.DEPS, **label_chain_helpers.DEPS}
-
 
 def used_helpers(code: str) -> list[str]:
     """Names of graph helpers the code calls, dependencies included, in a stable order."""
-    used = {h for h in _HELPERS if re.search(rf"\b{h}\(", code)}
+    called = deps()
+    used = {h for h in helpers() if re.search(rf"\b{h}\(", code)}
     for h in list(used):
-        used.update(_HELPER_DEPS.get(h, ()))
-    return [h for h in _HELPERS if h in used]
+        used.update(called.get(h, ()))
+    return [h for h in helpers() if h in used]
 
 
 def custom_codes(preset: Preset, catalog: Catalog) -> list[CustomCode]:
@@ -71,24 +63,14 @@ def _import_order(line: str) -> tuple[str, str]:
 
 
 def helper_source(names: list[str]) -> str:
-    return "\n\n\n".join(inspect.getsource(_helper(n)).rstrip() for n in names)
-
-
-def _helper(name: str) -> object:
-    """A graph helper by name: a general one, or one of the auto-augment policies'."""
-    for module in (graph_helpers, label_helpers, label_crop_helpers, label_chain_helpers):
-        if hasattr(module, name):
-            return getattr(module, name)
-    return getattr(auto_aug_graph, name)
+    return "\n\n\n".join(inspect.getsource(helper(n)).rstrip() for n in names)
 
 
 def imports_for(code: str, extra: Sequence[str] = ()) -> list[str]:
     """Import lines (isort order) for what the code uses, and the ``extra`` lines
     (``import x [as y]``) that custom functions need (:func:`custom_imports`)."""
     lines = []
-    std = [f"import {m}" for m in ("argparse", "atexit", "collections", "json", "math", "os",
-                                   "pathlib", "reprlib", "shutil", "sys", "tempfile")
-           if re.search(rf"\b{m}\.", code)]
+    std = [f"import {m}" for m in STD_MODULES if re.search(rf"\b{m}\.", code)]
     std += [e for e in extra if e.split()[1].split(".")[0] in sys.stdlib_module_names]
     if std:
         lines += sorted(set(std), key=_import_order) + [""]

@@ -1,7 +1,7 @@
 """pipelines/annotated_preview.py: an image whose file does not decode to the size its entry
 declares is said (its labels would sit in the wrong place, in training too), with DALI's own
 decode, for a wrong width/height and for an EXIF-rotated JPEG; a dataset whose category ids do
-not fit uint8 masks carries boxes without masks."""
+not fit uint8 masks carries boxes without masks, as training refuses its masks."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ import io
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 
-from dali_gallery.pipelines.annotated_preview import load_annotated, masks_problem, size_problem
+from dali_gallery.pipelines.annotated_preview import (
+    dataset_labels,
+    load_annotated,
+    masks_problem,
+    size_problem,
+)
 from dali_gallery.pipelines.annotations import ImageLabels, load_coco
+from dali_gallery.pipelines.coco_keypoints import keypoint_table
 from dali_gallery.pipelines.engine import PreviewEngine
 from tests.coco_scene import make_coco
 
@@ -72,3 +79,26 @@ def test_category_ids_above_255_carry_no_masks(tmp_path):
     problem = masks_problem(load_coco(path, images_dir), "wide.json")
     assert problem is not None and "category ids [256]" in problem.reason
     assert masks_problem(load_coco(annotations, images_dir), "x.json") is None
+
+
+@pytest.mark.parametrize("extra", [None, 255, 256, 1000, 0])
+def test_the_preview_carries_masks_exactly_when_training_accepts_them(tmp_path, extra):
+    """One check decides both (coco_keypoints.unfit_for_masks, which the exported module
+    carries): the preview has masks for a file whose checked copy the export's
+    keypoint_table(masks=True) reads, and says why not for one it refuses (id 0 is left out
+    by the checks, in both, before that)."""
+    images_dir, annotations = make_coco(tmp_path)
+    doc = json.loads(annotations.read_text())
+    doc["categories"] += [] if extra is None else [{"id": extra, "name": "extra"}]
+    path = tmp_path / "extra.json"
+    path.write_text(json.dumps(doc))
+    loaded = load_coco(path, images_dir)
+    try:
+        keypoint_table(loaded.write_clean(tmp_path / "clean"), masks=True)
+        trained = True
+    except ValueError as e:
+        assert f"category ids [{extra}]" in str(e)
+        trained = False
+    assert dataset_labels(loaded, 0.5).masks is trained
+    assert (masks_problem(loaded, "extra.json") is None) is trained
+    assert trained is (extra not in (256, 1000))

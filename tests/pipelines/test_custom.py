@@ -8,12 +8,14 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,13 +25,16 @@ from dali_gallery.pipelines.catalog import CATALOG, Catalog, unregister
 from dali_gallery.pipelines.codegen import preview_module
 from dali_gallery.pipelines.custom import MODULE_NAMES, custom_op
 from dali_gallery.pipelines.custom_budget import CUSTOM_SECONDS, CustomTimeError
-from dali_gallery.pipelines.custom_code import RESERVED_NAMES
+from dali_gallery.pipelines.custom_code import OWN_NAMES, reserved_names
 from dali_gallery.pipelines.custom_probe import _checked
+from dali_gallery.pipelines.embedded_helpers import helpers, modules
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.export import export_code
+from dali_gallery.pipelines.label_code import LabelSet
+from dali_gallery.pipelines.labels import Refuse
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import load
-from tests.support import SAMPLES, import_export, preset_dict
+from tests.support import REPO, SAMPLES, import_export, preset_dict
 
 RUFF = shutil.which("ruff")
 LEVEL = (Param("level", "float", 0.5, "A value", bounds=(0, 1), slider=(0, 1), step=0.01,
@@ -316,9 +321,25 @@ def test_reserved_names_cover_every_top_level_name_of_the_generated_modules():
                                              "mirror_probability": 0.5}))
     custom = {CATALOG[n].custom_code.function_name for n in CATALOG  # type: ignore[union-attr]
               if CATALOG[n].custom}
-    for source in (export_code(preset), preview_module(preset, tail=True)[0]):
+    movable = [s for s in steps if not isinstance(CATALOG[s["op"]].labels, (Refuse, type(None)))]
+    labelled = load(preset_dict(movable, output={"resize_shorter": 256, "crop": [224, 224],
+                                                 "mirror_probability": 0.5}))
+    for source in (export_code(preset), preview_module(preset, tail=True)[0],
+                   export_code(labelled, labels=LabelSet(masks=True))):
         names = _top_level_names(ast.parse(source)) - custom
-        assert names <= RESERVED_NAMES | set(MODULE_NAMES), names - RESERVED_NAMES
+        assert names <= reserved_names() | set(MODULE_NAMES), names - reserved_names()
+
+
+def test_every_graph_helper_a_module_declares_is_embedded_and_reserved():
+    """A helper added to any module's HELPERS is one the generated modules can carry and a
+    custom function cannot be named: every module that declares HELPERS is gathered, and
+    no list repeats their names."""
+    declaring = {p.resolve() for p in (REPO / "pipelines").rglob("*.py")
+                 if re.search(r"^HELPERS = ", p.read_text(encoding="utf-8"), re.M)}
+    assert declaring == {Path(m.__file__).resolve() for m in modules()}
+    declared = [name for m in modules() for name in m.HELPERS]
+    assert declared == list(helpers()) and set(declared) <= reserved_names()
+    assert not set(declared) & OWN_NAMES
 
 
 # ---- results that are not images -----------------------------------------------------------------

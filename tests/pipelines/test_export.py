@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dali_gallery.pipelines.catalog import CATALOG
-from dali_gallery.pipelines.custom_code import RESERVED_NAMES
+from dali_gallery.pipelines.custom_code import reserved_names
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.export import export_code, preset_from_module, preset_from_source
 from dali_gallery.pipelines.preset import PresetError, load
@@ -323,5 +323,5 @@ def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
     assert_ruff_clean(code, tmp_path, line_length)
     assert preset_from_module(code).to_dict() == load(GROUPED).to_dict()
     top = {n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)}
-    assert "_picked" in top and top <= RESERVED_NAMES  # no custom function can replace it
+    assert "_picked" in top and top <= reserved_names()  # no custom function can replace it
 
