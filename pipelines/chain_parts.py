@@ -73,6 +73,10 @@ class Chain:
     after_run_kinds: list[tuple[Any, ...]] = field(default_factory=list)
     """The kinds of the moves the preview applies after the run (``labels.after_run``), in
     order: the chain's, then the tail's."""
+    at_source: bool = True  # the next step reads the chain's input images (the first one)
+    uses_source: bool = False
+    """Whether a step reads ``source``, the input images' shape as the host knows it (the
+    JPEG headers, the fed batch): ``augment`` then takes ``source=None``."""
 
     def child_at(self, line: int) -> tuple[int, int] | None:
         """(step, child) whose block holds ``line`` (None: no group's child's)."""

@@ -76,6 +76,7 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
             body.extend(_step_lines(_At(i), step, spec, mode, chain))
             chain.conditionals |= spec.conditionals or step.probability < 1
             chain.checkpoints &= spec.checkpoints
+        chain.at_source = False
         chain.step_lines[i] = (start, len(body))
     flush_into(chain)
     body.append(return_line(labels, [_record_var(r) for r in chain.records] if mode == "preview"
@@ -150,8 +151,11 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
                                         None if k is None else f"{var}[{k}]"))
         args[d.name] = var
     lines.extend(hoisted(spec, args, at.tag) if chain.labels is not None else [])
-    full = {"x": "images", "seed": op_seed, **args}
+    source = "source" if chain.at_source and at.child is None else "None"
+    full = {"x": "images", "seed": op_seed, "source": source, **args}
     call = spec.call_source(full)
+    templates = (spec.call, *(spec.labels.templates if spec.labels is not None else ()))
+    chain.uses_source |= source != "None" and any("{source}" in t for t in templates)
     body, kept = ([f"images = {call}"], False) if chain.labels is None else \
         step_label_lines(spec, call, full, at.tag, chain.labels,
                          None if when or step.probability < 1 else chain.moves)
@@ -298,13 +302,16 @@ def _preview_source(chain: Chain, finish: tuple[str, ...] | None,
                     custom: str, extra: list[str]) -> tuple[str, list[int]]:
     """The module source, and the module line of each statement of ``augment``."""
     aug_lines, starts = function_lines(
-        "augment", "images, seed" if chain.labels is None else "images, seed, labels",
+        "augment", ("images, seed" if chain.labels is None else "images, seed, labels")
+        + (", source=None" if chain.uses_source else ""),
         "The chain, with run-time values fed by name.", chain.body)
     parts = ["\n".join(aug_lines)]
     if finish is not None:
         parts.append(function("finish", "images, seed" + (", labels" if chain.labels else ""),
                               "The training tail.", list(finish)))
     feed = module_source(layout(chain.feeds))
+    if chain.uses_source:  # build_pipeline passes the fed batch's shape
+        feed += '\n\n\nSOURCE = True\n"""augment reads the input images\' shape (source=)."""'
     code = "\n\n\n".join(parts)
     helpers = helper_source(used_helpers(code))
     before = "\n\n\n".join(x for x in (feed, helpers, custom) if x)

@@ -22,6 +22,7 @@ from .codegen import chain_source
 from .device import HW_DECODER_LOAD
 from .export_labels import label_module
 from .export_template import PIPELINE_TEMPLATE as _PIPELINE
+from .export_template import SOURCE_ARG, SOURCE_DOC, SOURCE_LINE, SOURCE_PARAM
 from .image_files import IMAGE_EXTENSIONS
 from .label_code import LabelSet
 from .module_parts import (
@@ -46,9 +47,12 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
     finish = "    images = finish(images, seed=aug_seed)\n" if preset.output is not None else ""
     if labels is None:
         chain = chain_source(preset, "export", catalog)
-        aug = function("augment", "images, seed=SEED", "The augmentation chain, one block per "
-                       "step as configured in dali-gallery.", chain.body)
-        pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals)
+        aug = function("augment", "images, seed=SEED" + SOURCE_PARAM * chain.uses_source,
+                       "The augmentation chain, one block per step as configured in "
+                       "dali-gallery." + SOURCE_DOC * chain.uses_source, chain.body)
+        pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals,
+                                    source=SOURCE_ARG * chain.uses_source,
+                                    source_line=SOURCE_LINE * chain.uses_source)
         extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)
         embedded, constants, usage = EMBEDDED, [f"IMAGE_EXTENSIONS = ({extensions})"], _USAGE
     else:

@@ -25,6 +25,7 @@ from .catalog import Catalog
 from .code_format import function
 from .codegen import Chain, chain_source
 from .export_labels_template import LABELS_PIPELINE_TEMPLATE, MASK_LINES
+from .export_template import SOURCE_ARG, SOURCE_DOC, SOURCE_LINE, SOURCE_PARAM
 from .image_files import readable
 from .label_code import LabelSet, refusals, unfired_kept
 from .label_render import MASK_ID_MAX, SampleLabels
@@ -79,14 +80,17 @@ def label_module(preset: Preset, catalog: Catalog, labels: LabelSet) -> LabelMod
     if refused:
         raise refused[0]
     chain = chain_source(preset, "export", catalog, labels)
-    aug = function("augment", "images, labels, seed=SEED",
-                   "The augmentation chain, one block per step; labels move with the pixels.",
+    aug = function("augment", "images, labels, seed=SEED" + SOURCE_PARAM * chain.uses_source,
+                   "The augmentation chain, one block per step; labels move with the pixels."
+                   + SOURCE_DOC * chain.uses_source,
                    export_body(chain))
     names = labels.names
     keys = [KEYS[n] for n in names]
     reader = ["jpegs", "boxes", "classes", *(["masks"] if labels.masks else []), "image_ids"]
     pipeline = LABELS_PIPELINE_TEMPLATE.format(
         conditionals=chain.conditionals,
+        source=SOURCE_ARG * chain.uses_source,
+        source_line=SOURCE_LINE * chain.uses_source,
         outputs=", ".join(keys),
         reader_outputs=", ".join(reader),
         masks=labels.masks,

@@ -14,7 +14,9 @@ MASK_LINES = '''\
     masks = fn.cast(masks, dtype=types.UINT8)  # category ids 1 to 255 (checked)
     if dec == "mixed":
         masks = masks.gpu()
-    size = images.shape(dtype=types.FLOAT)  # drawn at the annotations' width x height
+    # drawn at the annotations' width x height; the size read from the JPEG headers (on
+    # the host: the masks need not wait for the GPU decoder)
+    size = fn.peek_image_shape(jpegs, dtype=types.FLOAT)
     masks = fn.resize(
         masks,
         size=fn.stack(size[0], size[1]),
@@ -71,8 +73,8 @@ def training_pipeline(
             batch_processing=True,
             device="cpu",
         )
-{mask_lines}    labels = ({names})
-    images, labels = augment(images, labels, seed=aug_seed)
+{mask_lines}{source_line}    labels = ({names})
+    images, labels = augment(images, labels, seed=aug_seed{source})
 {finish}    if labels[2] is None and "keypoints" in label_outputs:
         labels = (*labels[:2], _no_keypoints(labels[1]), *labels[3:])
     if pad_labels:

@@ -13,12 +13,16 @@ from nvidia.dali import fn, types
 from .label_helpers import _wh
 
 
-def _resized_crop(images, size, area, aspect, antialias, seed):
+def _resized_crop(images, size, area, aspect, antialias, seed, source=None):
     """``fn.random_resized_crop`` with its window drawn in the open
     (``fn.random_crop_generator``) so labels can follow: the crop resized to ``size`` x
-    ``size``, and the window (top, left, height, width: frame ``window``)."""
+    ``size``, and the window (top, left, height, width: frame ``window``). ``source``:
+    the images' shape read on the host (None: from the images)."""
     anchor, shape = fn.random_crop_generator(
-        images.shape(), random_area=area, random_aspect_ratio=aspect, seed=seed
+        images.shape() if source is None else source,
+        random_area=area,
+        random_aspect_ratio=aspect,
+        seed=seed,
     )
     start = fn.cast(anchor, dtype=types.FLOAT)  # (y, x): the layout's order
     extent = fn.cast(shape, dtype=types.FLOAT)
@@ -32,7 +36,7 @@ def _resized_crop(images, size, area, aspect, antialias, seed):
     return out, fn.cat(start, extent)
 
 
-def _pixel_window(images, anchor, shape):
+def _pixel_window(images, anchor, shape, source=None):
     """DALI's relative crop window (``anchor``: x, y; ``shape``: w, h) as ``fn.slice``
     cuts at least one pixel of each side. ``fn.random_bbox_crop`` draws the width from
     ``scaling`` and the height from the relative aspect ratio (rescaling a side over 1),
@@ -41,14 +45,16 @@ def _pixel_window(images, anchor, shape):
     and end to one pixel, and later operators crash on the empty image (blur and
     laplacian segfault). Such a side is widened to 1.001 px (the margin covers slice's
     rounding), moved back inside the image when that passes its far edge: a geometric
-    guarantee, no parameter changes. Any other window is DALI's, bit for bit. Four small
-    operators: the exported pipeline runs them every batch."""
-    least = dmath.min(1.001 / _wh(images), 1.0)
+    guarantee, no parameter changes. Any other window is DALI's, bit for bit. Seven
+    small operators: ``source`` (the images' shape read on the host: the JPEG headers,
+    the fed batch) spares them waiting for the GPU decoder; None reads the images'."""
+    wh = _wh(images) if source is None else fn.cast(source, dtype=types.FLOAT)[1::-1]
+    least = dmath.min(1.001 / wh, 1.0)
     shape = dmath.max(shape, least)
     return dmath.min(anchor, 1.0 - shape), shape
 
 
-def _bbox_crop(images, scaling, aspect, min_iou, seed):
+def _bbox_crop(images, scaling, aspect, min_iou, seed, source=None):
     """``fn.random_bbox_crop``'s window cut with ``fn.slice``, in a chain without
     labels: with no boxes to overlap, any window of the declared scale and aspect (with
     labels, :func:`_bbox_crop_labels`), one pixel or more each way
@@ -61,7 +67,7 @@ def _bbox_crop(images, scaling, aspect, min_iou, seed):
         aspect_ratio=aspect,
         seed=seed,
     )[:2]
-    anchor, shape = _pixel_window(images, anchor, shape)
+    anchor, shape = _pixel_window(images, anchor, shape, source)
     return fn.slice(
         images,
         anchor,
@@ -83,6 +89,7 @@ def _bbox_crop_labels(
     min_kept,
     seed,
     masks=None,
+    source=None,
 ):
     """:func:`_bbox_crop` with DALI's own box outputs, and no Python step: the
     window is cut from the images (and masks) with ``fn.slice``, and
@@ -94,9 +101,10 @@ def _bbox_crop_labels(
     relative to DALI's window (within the one pixel that side of the cut has), the
     keypoints and kept fractions are the widened window's. Returns the images, boxes,
     classes, keypoints, the kept fraction of each box that entered, and the masks when
-    given. Keypoints None (a training graph whose file has none, or that does not
-    return them) stay None: the classes alone ride along, as in DALI's own detection
-    example, and the dozen operators that carry keypoints are not built."""
+    given; ``source`` as :func:`_pixel_window` takes it. Keypoints None (a training
+    graph whose file has none, or that does not return them) stay None: the classes
+    alone ride along, as in DALI's own detection example, and the dozen operators that
+    carry keypoints are not built."""
     if keypoints is None:
         anchor, shape, out_boxes, out_classes = fn.random_bbox_crop(
             boxes,
@@ -113,7 +121,7 @@ def _bbox_crop_labels(
         anchor, shape, out_boxes, out_classes, points = _crop_columns(
             boxes, classes, keypoints, scaling, aspect, min_iou, min_kept, seed
         )
-    anchor, shape = _pixel_window(images, anchor, shape)
+    anchor, shape = _pixel_window(images, anchor, shape, source)
     if points is not None:  # into the (widened) window
         one = types.Constant(1.0, dtype=types.FLOAT)
         zero = types.Constant(0.0, dtype=types.FLOAT)

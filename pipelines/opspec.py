@@ -31,7 +31,10 @@ CATEGORIES = (
 )
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
-"""A placeholder of a ``call`` template: ``{x}``, ``{seed}`` or ``{<param>}``."""
+"""A placeholder of a ``call`` template: ``{x}``, ``{seed}``, ``{source}`` or ``{<param>}``.
+``{source}`` is the shape of the images ``{x}`` when the step reads the chain's input (the
+first step): a host node (the JPEG headers, the fed batch), so an operator that needs the
+size (a crop's one-pixel guard) need not wait for the GPU decoder; ``None`` elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ class OpSpec:
         if self.category not in CATEGORIES:
             raise ValueError(f"{self.name}: unknown category {self.category!r}")
         names = [p.name for p in self.params]
-        used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed"} - {d.name for d in self.draws}
+        used = set(PLACEHOLDER.findall(self.call)) - {"x", "seed", "source"}
+        used -= {d.name for d in self.draws}
         if len(self.draws) > MAX_DRAWS or len(self.params) >= DRAW_SLOT:
             raise ValueError(f"{self.name}: at most {MAX_DRAWS} draws and "
                              f"{DRAW_SLOT - 1} parameters (each needs a seed slot)")

@@ -71,11 +71,13 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         fed_nodes(module)  # the run-time values, one vector per type (pipelines.fed_values)
         # no annotated assignments here: autograph rewrites this function
         moved, kept = (), []
+        # the first step's size from the host's batch, not from the images on the GPU
+        source = {"source": fed.shape()} if getattr(module, "SOURCE", False) else {}
         if labels is None:
-            images, records = module.augment(images, seed)
+            images, records = module.augment(images, seed, **source)
         else:
-            images, moved, records, kept = module.augment(images, seed,
-                                                          _label_inputs(fed, labels, device))
+            images, moved, records, kept = module.augment(
+                images, seed, _label_inputs(fed, labels, device), **source)
         if tail and labels is None:
             images = module.finish(images, seed)
         elif tail:  # the tail moves the labels too; its crop's kept fractions come last

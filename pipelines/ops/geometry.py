@@ -167,7 +167,8 @@ OPS = [
         canvas=Fixed("size", "size"),
         # DALI draws the window inside the operator: with labels it is drawn in the open
         labels=Warp(call="_resized_crop({x}, {size}, [{area_min}, {area_max}], "
-                         "[{aspect_min}, {aspect_max}], {antialias}, {seed})",
+                         "[{aspect_min}, {aspect_max}], {antialias}, {seed}, "
+                         "source={source})",
                     frame="window"),
         constraints=(
             ordered("area_min", "area_max"),
@@ -181,7 +182,7 @@ OPS = [
         "Detection crop (SSD): a random window overlapping the boxes by min_iou, cut 1 px or "
         "more each way.",
         "_bbox_crop({x}, [{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], {min_iou}, "
-        "{seed})",
+        "{seed}, source={source})",
         (
             Param("scale_min", "float", 0.3, "Smallest window side (fraction of the image's)",
                   bounds=(0.01, 1), slider=(0.05, 1), step=0.01),
@@ -202,7 +203,7 @@ OPS = [
         # the window is drawn from the boxes themselves when labels are in the chain
         labels=BoxCrop("_bbox_crop_labels({x}, boxes, classes, keypoints, "
                        "[{scale_min}, {scale_max}], [{aspect_min}, {aspect_max}], {min_iou}, "
-                       "{min_kept}, {seed}, masks={masks})"),
+                       "{min_kept}, {seed}, masks={masks}, source={source})"),
         constraints=(
             ordered("scale_min", "scale_max"),
             ordered("aspect_min", "aspect_max"),

@@ -22,7 +22,8 @@ def test_unavailable_on_names_the_operator_the_devices_and_the_reason():
 
 def test_call_source_fills_every_placeholder():
     for spec in CATALOG.values():
-        args = {"x": "X", "seed": "SEED", **{p.name: f"<{p.name}>" for p in spec.params},
+        args = {"x": "X", "seed": "SEED", "source": "SOURCE",
+                **{p.name: f"<{p.name}>" for p in spec.params},
                 **{d.name: f"<{d.name}>" for d in spec.draws}}
         call = spec.call_source(args)
         assert PLACEHOLDER.search(call) is None, call
