@@ -34,14 +34,13 @@ from .custom_budget import check_custom_time
 from .custom_probe import warm_gpu
 from .device import Device, resolve
 from .display import encode_tiles
-from .fed_values import layout, pack
 from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
 from .pipeline_cache import PipelineCache
 from .preset import Preset, Step
-from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, feed_values
+from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
@@ -192,10 +191,9 @@ class PreviewEngine:
             self._discard(built)
             built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
         built.runs += 1
-        values = feed_values(preset, built.chain.feeds, batch)
-        for name, vals in (_override or {}).items():
-            values[name] = vals.astype(values[name].dtype)
-        feeds: dict[str, Any] = pack(values, layout(built.chain.feeds), batch)
+        feeds: dict[str, Any] = dict(self._memo.derived(  # once per document and batch
+            None if sized is None else ("fed", key, batch, tuple(built.chain.feeds)),
+            lambda: fed_arrays(preset, built.chain.feeds, batch, _override)))
         graph = built.chain.labels  # the labels the graph reads (after the run: masks)
         feeds.update(self._batches.feeds(  # made once per image set (input_batches)
             arrays, labels if graph is not None else None,

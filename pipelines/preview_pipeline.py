@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
-from .fed_values import fed_nodes
+from .fed_values import fed_nodes, layout, pack
 from .generated_module import import_source
 from .label_code import LabelSet
 from .preset import Group, Preset, Step, Uniform
@@ -141,6 +142,17 @@ def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]
         else:
             out[f.name] = np.full(batch, step.params[f.param], dtype=dtype)
     return out
+
+
+def fed_arrays(preset: Preset, feeds: list[Feed], batch: int,
+               overrides: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """What a render feeds its fed vectors: :func:`feed_values` (``overrides`` in place, by
+    name) packed into one (batch, width) array per type. DALI copies what it is fed, so
+    the engine feeds the same arrays to every render of a document."""
+    values = feed_values(preset, feeds, batch)
+    for name, vals in (overrides or {}).items():
+        values[name] = vals.astype(values[name].dtype)
+    return pack(values, layout(feeds), batch)
 
 
 def _group_feed(group: Group, f: Feed, batch: int) -> np.ndarray:

@@ -65,6 +65,10 @@ class RenderPlan:
     inputs: list[Size]
     draws: int
     steps: list[PlannedStep] = field(default_factory=list)
+    passed: tuple[Budget, int] | None = field(default=None, repr=False, compare=False)
+    """The budget whose image and step limits this (finished) plan met, and its footprint:
+    an engine renders one remembered plan again and again (a slider drag), and these limits
+    depend on nothing else; :func:`check_plan` then checks only what the kernel holds."""
 
     def moved(self, k: int) -> int:
         """Pixels step ``k`` takes in plus puts out over the batch."""
@@ -148,6 +152,26 @@ def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
     """Raises :class:`BudgetError` for the first step over a budget; ``held`` is what the
     kernel holds besides this render. A step over the render or kernel budget because of the
     size an earlier step made (a colour step after a ``paste``) is blamed on that step."""
+    if plan.passed is None or plan.passed[0] != budget:
+        _check_steps(plan, budget)
+        plan.passed = (budget, plan.footprint)  # never set when a limit is exceeded
+    need = plan.passed[1]
+    if held + need > budget.kernel_pixels:
+        if plan.steps:
+            k = max(range(len(plan.steps)), key=plan.moved)
+            blamed = _culprit(plan, k)
+            made = f"{_made(blamed, plan.steps[k])}; "
+        else:
+            blamed, made = None, ""
+        raise _error(blamed, f"{made}this render needs {mp(need)} while the kernel already "
+                     f"holds {mp(held)} in loaded images and other renders, and at most "
+                     f"{mp(budget.kernel_pixels)} per kernel is allowed",
+                     "preview fewer images, fewer draws or a smaller size", held + need,
+                     budget.kernel_pixels)
+
+
+def _check_steps(plan: RenderPlan, budget: Budget) -> None:
+    """The limits that depend on the plan and the budget only: each image, each step."""
     for i, (h, w) in enumerate(plan.inputs):
         if h * w > budget.image_pixels:
             index, op, prefix = plan.steps[0].where() if plan.steps else (None, None, "")
@@ -177,19 +201,6 @@ def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
                          f"{mp(budget.render_pixels)} per step of a render is allowed",
                          "preview fewer images, fewer draws or a smaller size", moved,
                          budget.render_pixels)
-    need = plan.footprint
-    if held + need > budget.kernel_pixels:
-        if plan.steps:
-            k = max(range(len(plan.steps)), key=plan.moved)
-            blamed = _culprit(plan, k)
-            made = f"{_made(blamed, plan.steps[k])}; "
-        else:
-            blamed, made = None, ""
-        raise _error(blamed, f"{made}this render needs {mp(need)} while the kernel already "
-                     f"holds {mp(held)} in loaded images and other renders, and at most "
-                     f"{mp(budget.kernel_pixels)} per kernel is allowed",
-                     "preview fewer images, fewer draws or a smaller size", held + need,
-                     budget.kernel_pixels)
 
 
 def _check_not_empty(step: PlannedStep, before: list[Size]) -> None:
@@ -249,5 +260,6 @@ def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws
         plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
                            overrides=overrides, catalog=catalog)
     check_plan(plan, budget, held=LEDGER.held(excluding=owner))
-    LEDGER.hold_render(owner, plan.footprint)
+    assert plan.passed is not None  # check_plan sets it or raises
+    LEDGER.hold_render(owner, plan.passed[1])
     return plan

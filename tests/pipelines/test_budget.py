@@ -285,3 +285,22 @@ def test_configure_sets_the_budget_of_later_checks() -> None:
     finally:
         budget_mod.configure(previous)
     assert budget_mod.configure().image_pixels == IMAGE_PIXELS and math.isfinite(IMAGE_PIXELS)
+
+
+def test_a_plan_checked_once_is_checked_again_under_another_budget_and_every_ledger() -> None:
+    """A remembered plan skips its image and step limits only under the budget it met; what
+    the kernel holds is checked every time."""
+    plan = plan_render(Preset([new_step("paste", ratio=2.0)]), [(200, 300)] * 2, 2)
+    roomy = Budget()
+    check_plan(plan, roomy)
+    assert plan.passed == (roomy, plan.footprint)
+    with pytest.raises(BudgetError, match="at most") as caught:
+        check_plan(plan, Budget(image_pixels=100_000))  # 400x600 after the paste
+    assert caught.value.op == "paste"
+    check_plan(plan, roomy)
+    with pytest.raises(BudgetError, match="the kernel already holds"):
+        check_plan(plan, roomy, held=roomy.kernel_pixels - plan.footprint + 1)
+    small = Budget(render_pixels=plan.footprint // 4)
+    with pytest.raises(BudgetError):
+        check_plan(plan, small)
+    assert plan.passed == (roomy, plan.footprint)  # a failed check is not remembered
