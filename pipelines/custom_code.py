@@ -146,6 +146,9 @@ def capture(op: str, function: Callable[..., Any], source: str,
     if fname in reserved_names() or fname in reserved or _dunder(fname):
         raise ValueError(f"{op}: a custom function cannot be named {fname!r}, which the "
                          "generated module uses itself: rename the function")
+    if hasattr(builtins, fname):
+        raise ValueError(f"{op}: a custom function cannot be named {fname!r}, a Python builtin "
+                         "that the generated module's own code may call: rename the function")
     tree = ast.parse(source).body[0]
     imports: list[tuple[str, str]] = []
     constants: list[tuple[str, str]] = []
@@ -247,6 +250,10 @@ def _entry(op: str, fname: str, name: str, value: Any,
                                   or value.__name__ != reserved[name])):
         raise ValueError(f"{op}: {fname} reads {name!r}, a name the generated module uses "
                          f"itself: import what it stands for inside {fname}, under another name")
+    if hasattr(builtins, name):  # its module rebinds a builtin: the copy would, module-wide
+        raise ValueError(f"{op}: {fname} reads {name!r}, which its module binds in place of the "
+                         "Python builtin; copied, it would replace the builtin for the generated "
+                         f"module's own code: rename it, or define it inside {fname}")
     if isinstance(value, types.ModuleType):
         module = value.__name__
         if module == "__main__" or sys.modules.get(module) is not value:

@@ -44,7 +44,9 @@ def _checked(function, op):
     steps later inside DALI. On the GPU a failure is raised when DALI reads the
     result: DALI 2.4 crashes the process when the function raises in its CUDA stream.
     Kept out of DALI's AutoGraph (a chain with a probability is traced through it),
-    which would send every call the function makes through its converter."""
+    which would send every call the function makes through its converter. A host
+    image is handed over read-only: it may be the preview's fed buffer (no_copy),
+    which a write would change for every later render."""
 
     class Failed:
         """A failed call: DALI raises its error on reading it, outside the stream."""
@@ -57,6 +59,8 @@ def _checked(function, op):
 
     def run(image, *params):
         try:
+            if not hasattr(image, "__cuda_array_interface__"):
+                image.flags.writeable = False
             out = function(image, *params)
             want = (image.shape[0], image.shape[1], 3)
             if not hasattr(out, "dtype") or not hasattr(out, "shape"):
@@ -181,6 +185,7 @@ def _timed(op: str, function: Callable[..., Any], image: Any, values: list[Any],
 
 def _trial(op: str, function: Callable[..., Any], image: Any, values: list[Any], label: str,
            sync: Callable[[], None]) -> float:
+    before = image.copy()
     t0 = time.perf_counter()
     try:
         out = function(image, *values)
@@ -190,6 +195,10 @@ def _trial(op: str, function: Callable[..., Any], image: Any, values: list[Any],
                          f"({type(e).__name__}: {e}); a custom operator must work on any RGB "
                          "image, small preview tiles included") from e
     seconds = time.perf_counter() - t0
+    if not bool((image == before).all()):
+        raise ValueError(f"{op}: {function.__name__} wrote into its input image (on a {label} "
+                         "at registration); the input is DALI's buffer, the preview's own "
+                         "images for a first step: work on a copy (out = image.copy())")
     returned = functools.wraps(function)(lambda *_: out)
     host = np.empty(tuple(image.shape), np.uint8)  # a host image: the check raises at once
     try:

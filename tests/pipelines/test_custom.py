@@ -443,6 +443,56 @@ def test_a_function_that_fails_on_the_test_image_is_refused_with_its_error(catal
                   catalog=catalog)(_fails_on_small_tiles)
 
 
+def _inverts_in_place(image, level):
+    image[:4] = 255 - image[:4]
+    return image
+
+
+def _inverts_in_place_when_strong(image, level):
+    if float(level) > 0.8:
+        image[:4] = 255 - image[:4]
+    return image
+
+
+def test_a_function_that_writes_into_its_input_cannot_change_the_preview_s_images(catalog):
+    """The probe: a function that inverted rows of its input in place and returned it wrote
+    into the engine's fed images (``no_copy``), so every later render, of any chain, started
+    from the inverted photo. Registration refuses it; one that writes only at some values
+    fails at its step, and the engine's images stay as they were."""
+    with pytest.raises(ValueError, match=r"custom\.test_in_place: _inverts_in_place wrote into "
+                                         r"its input image \(on a 17x13x3 uint8 RGB test image"):
+        custom_op("custom.test_in_place", "Writes its input.", params=LEVEL,
+                  catalog=catalog)(_inverts_in_place)
+    assert "custom.test_in_place" not in catalog
+    custom_op("custom.test_strong", "Writes its input when strong.", params=LEVEL,
+              catalog=catalog)(_inverts_in_place_when_strong)
+    photo = (np.arange(24 * 32 * 3) % 251).astype(np.uint8).reshape(24, 32, 3)
+    eng = PreviewEngine("cpu", num_threads=1, catalog=catalog)
+    eng.set_arrays([photo.copy()])
+    strong = load(preset_dict([{"op": "custom.test_strong", "params": {"level": 0.9}}]), catalog)
+    with pytest.raises(StepError) as err:
+        eng.render(strong)
+    assert (err.value.step, err.value.op) == (0, "custom.test_strong")
+    weak = load(preset_dict([{"op": "custom.test_strong", "params": {"level": 0.3}}]), catalog)
+    np.testing.assert_array_equal(eng.render(weak).images[0], photo)
+    eng.close()
+    with pytest.raises(ValueError, match="read-only"):  # the exported module's wrapper too
+        _checked(_inverts_in_place, "custom.test_in_place")(photo.copy(), np.float32(0.5))
+
+
+def test_a_function_named_like_a_python_builtin_is_refused(catalog):
+    """The probe: ``def open(image, size)`` (a morphological opening) replaced the builtin in
+    the exported module, whose checkpoint code then failed with ``TypeError: open() got an
+    unexpected keyword argument 'encoding'``."""
+    def open(image, level):
+        return image
+
+    with pytest.raises(ValueError, match=r"custom\.test_open: a custom function cannot be named "
+                                         r"'open', a Python builtin"):
+        custom_op("custom.test_open", "Named open.", params=LEVEL,
+                  catalog=catalog)(open)
+
+
 # ---- slow functions ------------------------------------------------------------------------------
 
 PAUSE = (Param("pause", "float", 0.05, "Seconds per call", bounds=(0, 1), slider=(0, 1),
