@@ -149,7 +149,8 @@ def read_checkpoint(path, settings):
         with open(path, "rb") as f:
             state = f.read()
         iteration, saved_settings = saved["iteration"], saved["settings"]
-        if not isinstance(iteration, int) or not isinstance(saved_settings, dict):
+        saved_preset = json.loads(saved_settings["preset"])
+        if not isinstance(iteration, int) or not isinstance(saved_preset, dict):
             raise ValueError("its .json is not batch_at()'s")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(
@@ -161,7 +162,10 @@ def read_checkpoint(path, settings):
         for k, v in settings.items()
         if k != "preset" and saved_settings.get(k) != v
     ]
-    if saved_settings.get("preset") != settings["preset"]:
+    # the preset's own seed is only the default of the run's (compared above): --seed S
+    # trains what the preset exported with seed S does, and restores its checkpoints
+    this_preset = json.loads(settings["preset"])
+    if dict(saved_preset, seed=None) != dict(this_preset, seed=None):
         wrong.append("another preset")
     if wrong:
         raise ValueError(f"checkpoint {{path!r}} was saved with " + ", ".join(wrong))

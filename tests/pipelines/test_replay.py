@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,27 @@ def test_a_checkpoint_of_other_settings_is_refused(images, script_run):
     with pytest.raises(ValueError, match="state before batch 3, after batch 2"):
         replay(PRESET, images, iteration=2, batch_size=BATCH, shard_id=SHARD,
                num_shards=SHARDS, device="cpu", restore=saved)
+
+
+def test_a_run_with_its_own_seed_restores_where_the_preset_has_that_seed(images, tmp_path):
+    """The script's --seed S trains what the preset with seed S exports (the preset's seed
+    is only the default): its checkpoint restores there, as `render --seed S --restore`
+    does, and a checkpoint of another seed is still refused."""
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    kw = {"batch_size": BATCH, "shard_id": SHARD, "num_shards": SHARDS}
+    trained = import_export(PRESET, tmp_path).batch_at(
+        str(images), iteration=3, seed=5, checkpoint_every=2, checkpoint_dir=str(ck),
+        num_threads=1, **kw)
+    seeded = replace(PRESET, seed=5)
+    again = replay(seeded, images, iteration=3, device="cpu",
+                   restore=ck / "iteration_00000002.cpt", **kw)
+    for got, want in zip(again.images, trained[0], strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(again.labels, trained[1])
+    with pytest.raises(ValueError, match=r"seed 5 \(this run: 21\)"):
+        replay(PRESET, images, iteration=3, device="cpu",
+               restore=ck / "iteration_00000002.cpt", **kw)
 
 
 @pytest.mark.parametrize("sidecar", [None, "[1, 2]", '{"iteration": "3", "settings": {}}',
