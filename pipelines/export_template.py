@@ -191,6 +191,10 @@ def replay(
     than that (a budget)."""
     if iteration < 0 or checkpoint_every < 0:
         raise ValueError("iteration and checkpoint_every must be 0 or more")
+    if checkpoint_every and checkpoint_dir is None:
+        raise ValueError(f"checkpoint_every {{checkpoint_every}} needs checkpoint_dir")
+    if checkpoint_every:
+        os.makedirs(checkpoint_dir, exist_ok=True)  # as the script's --checkpoint-dir
     settings = {{
         "batch_size": batch_size,
         "seed": run["seed"],
@@ -249,8 +253,6 @@ def batch_options(parser, args):
     """batch_at()'s keyword arguments from the parsed command line."""
     if args.checkpoint_every and not args.checkpoint_dir:
         parser.error("--checkpoint-every needs --checkpoint-dir")
-    if args.checkpoint_dir:
-        os.makedirs(args.checkpoint_dir, exist_ok=True)
     return {{
         "batch_size": args.batch_size,
         "iteration": args.iteration,

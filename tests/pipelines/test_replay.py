@@ -111,10 +111,12 @@ def test_a_run_with_its_own_seed_restores_where_the_preset_has_that_seed(images,
     """The script's --seed S trains what the preset with seed S exports (the preset's seed
     is only the default): its checkpoint restores there, as `render --seed S --restore`
     does, and a checkpoint of another seed is still refused."""
-    ck = tmp_path / "ck"
-    ck.mkdir()
+    ck = tmp_path / "runs" / "ck"  # batch_at() makes it, as the script does
     kw = {"batch_size": BATCH, "shard_id": SHARD, "num_shards": SHARDS}
-    trained = import_export(PRESET, tmp_path).batch_at(
+    module = import_export(PRESET, tmp_path)
+    with pytest.raises(ValueError, match="checkpoint_every 2 needs checkpoint_dir"):
+        module.batch_at(str(images), iteration=3, checkpoint_every=2, **kw)
+    trained = module.batch_at(
         str(images), iteration=3, seed=5, checkpoint_every=2, checkpoint_dir=str(ck),
         num_threads=1, **kw)
     seeded = replace(PRESET, seed=5)
