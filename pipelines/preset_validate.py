@@ -93,6 +93,10 @@ def validate_document(data: Mapping[str, Any], catalog: Catalog = CATALOG) -> Pr
     if not isinstance(name, str) or len(name) > 200:
         problems.append("preset: 'name' must be a string of at most 200 characters")
         name = ""
+    elif not _is_text(name):  # a JSON "\ud800" escape: no UTF-8 file or link can hold it
+        problems.append(f"preset: 'name' {quote(name)} is not allowed; it holds a lone "
+                        "surrogate (half of a character pair); allowed: Unicode text")
+        name = ""
 
     raw_steps = data.get("steps", [])
     steps: list[ChainStep] = []
@@ -190,6 +194,16 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         version += 1
         data["version"] = version
     return data
+
+
+def _is_text(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (the preset file, the share link and the exported
+    module are UTF-8; a lone surrogate is not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_int(v: Any) -> bool:

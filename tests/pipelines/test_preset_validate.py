@@ -268,3 +268,15 @@ def test_any_group_document_loads_or_raises_preset_error_only(steps):
         assert e.problems and all(p.startswith(("preset", "step ")) for p in e.problems)
         return
     assert load(preset.to_dict()).to_dict() == preset.to_dict()
+
+
+@pytest.mark.parametrize("name", ["half \ud800 pair", "\udfff", "ok \ud83d"])
+def test_a_name_that_is_not_unicode_text_is_refused(name):
+    """A lone surrogate (a JSON "\\ud800" escape) is not text: the share link, the exported
+    module and the preset file are UTF-8, and could not be written with it."""
+    with pytest.raises(PresetError) as info:
+        load({**preset_dict([]), "name": name})
+    assert any("'name'" in p and "surrogate" in p for p in info.value.problems), \
+        info.value.problems
+    assert load({**preset_dict([]), "name": "Ünïcødé ✓ 日本 \U0001f600"}).name.endswith(
+        "\U0001f600")

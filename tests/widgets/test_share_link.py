@@ -167,3 +167,19 @@ def test_the_page_script_reads_the_link_widget():
 
 def test_an_encoded_preset_is_plain_data():
     assert isinstance(decode(encode(Preset())), Preset)
+
+
+def test_a_name_with_a_lone_surrogate_is_refused_and_the_link_keeps_working():
+    """JSON may escape a lone surrogate ("\\ud800") that UTF-8 cannot hold: such a link, or
+    such a name typed in the page, is refused by name instead of breaking every later edit."""
+    text = json.dumps({**CHAIN, "name": "a \ud800 b"})  # ASCII JSON with the escape
+    with pytest.raises(PresetError) as info:
+        decode(pack(text.encode()))
+    assert "'name'" in info.value.problems[0]
+    model = ChainModel(load(CHAIN))
+    link = ShareLink(model)
+    with pytest.raises(PresetError):
+        model.set_name("a \ud800 b")
+    assert model.preset.to_dict() == load(CHAIN).to_dict()
+    model.set_seed(5)
+    assert decode(link.value).seed == 5
