@@ -31,7 +31,14 @@ _NARROW = {"description_width": "95px"}
 
 
 def _number_text(values: tuple[float, ...] | None) -> str:
-    return ", ".join(f"{v:g}" for v in values) if values else ""
+    """The numbers as the field shows them, exactly: an edit of another field sends the
+    field's text back, so a rounded text would change the tail (1/255 to 0.00392157)."""
+    return ", ".join(_exact(v) for v in values) if values else ""
+
+
+def _exact(value: float) -> str:
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 def parse_numbers(field: str, text: str) -> list[float] | None:
@@ -66,9 +73,10 @@ class OutputPanel:
             description="show training output", indent=False,
             tooltip="render the preview through the tail too (normalised values are stretched "
                     "to 0-255 for display)"), style.OUTPUT_SHOW)
-        self.resize = w.IntText(description="resize shorter", style=_NARROW,
-                                tooltip="shorter side in px (0: no resize)",
-                                layout=shared_layout(width="170px"))
+        # a float, as the preset holds it: an int field would cut 300.5 to 300 on any edit
+        self.resize = w.FloatText(description="resize shorter", style=_NARROW,
+                                  tooltip="shorter side in px (0: no resize)",
+                                  layout=shared_layout(width="170px"))
         self.crop_h = w.IntText(description="crop h x w", style=_NARROW,
                                 tooltip="centre crop height (0 and 0: no crop)",
                                 layout=shared_layout(width="160px"))
@@ -168,7 +176,7 @@ class OutputPanel:
         try:
             if enabled is not None:
                 self.enabled.value = enabled
-            self.resize.value = int(out.resize_shorter or 0)
+            self.resize.value = out.resize_shorter or 0.0
             self.crop_h.value, self.crop_w.value = out.crop or (0, 0)
             self.mean.value, self.std.value = _number_text(out.mean), _number_text(out.std)
             self.layout.value, self.dtype.value = out.layout, out.dtype

@@ -132,3 +132,18 @@ def test_the_output_travels_in_the_preset_json(builder):
     saved = json.loads(builder.export.preset_json)
     assert saved["output"]["dtype"] == "float16"
     assert load(saved).output == builder.preset.output
+
+
+def test_editing_one_field_keeps_the_others_exactly():
+    """The fields show the tail's numbers exactly: changing the mirror probability used to
+    round mean and std to 6 digits (1/255 became 0.00392157) and cut resize 300.5 to 300."""
+    from dali_gallery.widgets.model import ChainModel
+    from dali_gallery.widgets.output_panel import OutputPanel
+
+    tail = {"resize_shorter": 300.5, "crop": [200, 180], "mean": [0.48501234, 0.456789123, 0.4],
+            "std": [1 / 255], "layout": "HWC", "dtype": "float16", "mirror_probability": 0.3}
+    model = ChainModel(load(preset_dict([], output=tail)))
+    panel = OutputPanel(model, on_show=lambda _shown: None)
+    panel.mirror.value = 0.4
+    assert model.preset.output.to_dict() == {**tail, "mirror_probability": 0.4}
+    assert panel.mean.value == "0.48501234, 0.456789123, 0.4" and panel.resize.value == 300.5
