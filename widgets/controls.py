@@ -29,6 +29,7 @@ from .param_values import (
     clean,
     decimals,
     default_range,
+    exact_number,
     fixed_from_range,
     fmt_number,
     is_fill,
@@ -204,7 +205,7 @@ class ParamControl:
                     value.lo + value.hi, 2 * self.symmetric_about, abs_tol=1e-6):
                 self.symmetric.value = False  # an asymmetric range was loaded or typed
         elif mode == CHOICE and self.choice is not None:
-            self.choice.value = ", ".join(fmt_number(v) for v in value.values)
+            self.choice.value = ", ".join(exact_number(v) for v in value.values)
         if self.swatch is not None and mode == FIXED:
             g = max(0, min(255, round(float(value))))
             self.swatch.value = (f'<div title="grey level {g}" style="width:18px;height:18px;'

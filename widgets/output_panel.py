@@ -25,6 +25,7 @@ from dali_gallery.pipelines.preset_output import DTYPES, LAYOUTS
 
 from . import style
 from .model import ChainModel, Change
+from .param_values import exact_number
 from .style import shared_layout
 
 _NARROW = {"description_width": "95px"}
@@ -33,12 +34,7 @@ _NARROW = {"description_width": "95px"}
 def _number_text(values: tuple[float, ...] | None) -> str:
     """The numbers as the field shows them, exactly: an edit of another field sends the
     field's text back, so a rounded text would change the tail (1/255 to 0.00392157)."""
-    return ", ".join(_exact(v) for v in values) if values else ""
-
-
-def _exact(value: float) -> str:
-    short = f"{value:g}"
-    return short if float(short) == value else repr(float(value))
+    return ", ".join(exact_number(v) for v in values) if values else ""
 
 
 def parse_numbers(field: str, text: str) -> list[float] | None:

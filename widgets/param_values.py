@@ -138,3 +138,12 @@ def _fmt(v: Any) -> str:
 
 def fmt_number(x: float) -> str:
     return f"{x:g}"
+
+
+def exact_number(x: float) -> str:
+    """``x`` as a field the user edits shows it: short, and exact (a field's text is sent
+    back whole, so a rounded one would change values nobody touched)."""
+    if isinstance(x, int):  # 10000000, not 1e+07 (an int parameter's list refuses that)
+        return str(x)
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)

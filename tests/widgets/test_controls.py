@@ -200,3 +200,12 @@ def test_tooltip_and_helpers():
     assert decimals(0.005) == 3 and decimals(1) == 0 and decimals(0.01) == 2
     assert describe_value(p, Uniform(-15, 15)) == "-15 to 15 deg"
     assert describe_value(CATALOG["flip"].param("horizontal"), True) == "on"
+
+
+def test_a_list_shows_its_values_exactly_so_adding_one_keeps_the_others():
+    """The list field is sent back whole: shown rounded (6 digits), adding a value to it
+    rewrote the values already there (0.123456789 became 0.123457)."""
+    c, proposed = control("rotate", "angle", Choice((0.123456789, 12.5)))
+    assert c.choice.value == "0.123456789, 12.5"
+    c.choice.value += ", 30"
+    assert proposed[-1] == ("angle", Choice((0.123456789, 12.5, 30.0)))
