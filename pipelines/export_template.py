@@ -35,6 +35,7 @@ def training_pipeline(
         num_shards=num_shards,
         random_shuffle=shuffle,
         dont_use_mmap=True,
+        pad_last_batch=True,  # exact epochs: the iterator drops the padding
         name="Reader",
     )
     images = fn.decoders.image(

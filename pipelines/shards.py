@@ -81,12 +81,12 @@ def shard_files(files: Sequence[str], shard_id: int, num_shards: int) -> list[st
 
 
 def first_indices(n_files: int, shard_id: int, num_shards: int, count: int) -> list[int]:
-    """Indices of the first ``count`` samples an unshuffled reader gives the shard: it starts
-    at the shard's first file and, past the shard's end, reads on through the following files
-    and wraps around the list (``stick_to_shard=False``, DALI's default), so a batch larger
-    than the shard still has ``count`` samples."""
-    start = shard_range(n_files, shard_id, num_shards).start
-    return [(start + k) % n_files for k in range(count)]
+    """Indices of the first ``count`` samples the exported pipeline's unshuffled reader
+    gives the shard: the shard's files in order and, in a batch larger than the shard, its
+    last file again (the reader's ``pad_last_batch=True``, which gives the training
+    iterator exact epochs; the iterator drops the padding)."""
+    r = shard_range(n_files, shard_id, num_shards)
+    return [min(r.start + k, r.stop - 1) for k in range(count)]
 
 
 def training_files(file_root: str | Path) -> list[str]:

@@ -325,3 +325,28 @@ def test_exported_groups_are_formatted_and_ruff_clean(tmp_path, line_length):
     top = {n.name for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)}
     assert "_picked" in top and top <= reserved_names()  # no custom function can replace it
 
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_the_pytorch_recipe_trains_every_file_once_an_epoch(tmp_path, shuffle):
+    """The module's PyTorch recipe (DALIGenericIterator with the reader's name, PARTIAL) over
+    shards whose sizes the batch does not divide: in every epoch each file comes exactly once
+    (regression: without the reader's pad_last_batch the next epoch started inside the last
+    batch's wrap, and later epochs repeated some files and skipped others)."""
+    torch_plugin = pytest.importorskip("nvidia.dali.plugin.pytorch")
+    folder = tmp_path / "seven"
+    _identical_images(folder, 7)  # a flat folder: the label is the file's index
+    module = import_export(load(SHARDED), tmp_path)
+    loaders = []
+    for shard in range(2):
+        pipe = module.create_pipeline(str(folder), 3, num_threads=1, device_id=None,
+                                      shard_id=shard, num_shards=2, random_shuffle=shuffle)
+        loaders.append(torch_plugin.DALIGenericIterator(
+            pipe, ["images", "labels"], reader_name="Reader",
+            last_batch_policy=torch_plugin.LastBatchPolicy.PARTIAL, auto_reset=True))
+    for _ in range(3):
+        seen = [int(v) for loader in loaders for batch in loader
+                for v in batch[0]["labels"].reshape(-1)]
+        assert sorted(seen) == list(range(7))
+    code = export_code(load(SHARDED))
+    assert "pad_last_batch=True" in code

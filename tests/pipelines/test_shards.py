@@ -21,13 +21,15 @@ from dali_gallery.pipelines.shards import (
 
 def _reader_samples(root: Path, files: list[str] | None, shard_id: int, num_shards: int,
                     batch: int) -> tuple[list[str], list[int]]:
-    """The first unshuffled batch of DALI's own readers.file: each file holds its own name, so
-    the bytes say which file was read, and the labels are DALI's."""
+    """The first unshuffled batch of DALI's own readers.file, set as the exported pipeline
+    sets it (``pad_last_batch``): each file holds its own name, so the bytes say which file
+    was read, and the labels are DALI's."""
 
     @pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=1)
     def reader():
         data, labels = fn.readers.file(file_root=str(root), files=files, shard_id=shard_id,
-                                       num_shards=num_shards, random_shuffle=False)
+                                       num_shards=num_shards, random_shuffle=False,
+                                       pad_last_batch=True)
         return data, labels
 
     pipe = reader()
