@@ -35,7 +35,7 @@ from . import style
 from .autosave import autosave_for
 from .builder_layout import build_layout
 from .export_panel import slug
-from .group_card import GroupCard, card_key, collapsed_by_op, make_card
+from .group_card import GroupCard, card_key, collapsed_by_op, make_card, retire
 from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
 from .labels_panel import check_annotations_arg
@@ -300,7 +300,7 @@ class Builder:
                 unavailable=lambda op: self.picker.items[op].reason))
         empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
         self.chain.children = [c.widget for c in self.cards] or [empty]
-        self._retired.add(card.widget for card in old)  # closed later: see style.RETIRE_S
+        self._retired.add(retire(old))  # inert now, closed later: see style.RETIRE_S
 
     def _show_step_error(self, step: int | None, message: str | None) -> None:
         if step is None:

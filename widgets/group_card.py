@@ -52,7 +52,8 @@ class _ChildActions:
 
     def set_param(self, index: int, name: str, value: Any) -> None:
         # a refused value raises: the child's card shows why next to the control
-        self.card.model.set_param(index, name, value, child=self.child)
+        if not self.card.retired:
+            self.card.model.set_param(index, name, value, child=self.child)
 
     def set_probability(self, index: int, probability: float) -> None:
         self.card.edit(lambda: self.card.model.set_probability(index, probability,
@@ -186,9 +187,17 @@ class GroupCard(CardFrame):
         ops = ", ".join(c.op for _, c in group.active_children())
         self.summary.value = f'<span style="opacity:.75;font-size:12px">{escape(ops)}</span>'
 
+    def retire(self) -> None:
+        """Off the page: neither the group's widgets nor its children's edit anything."""
+        super().retire()
+        for card in self.children:
+            card.retire()
+
     def edit(self, change: Callable[[], Any]) -> None:
         """Apply an edit of the group or a child; a refused one is shown here and the
-        card goes back to the pipeline's values."""
+        card goes back to the pipeline's values. A retired card edits nothing."""
+        if self.retired:
+            return
         try:
             change()
         except PresetError as e:
@@ -229,6 +238,13 @@ def _share_text(group: Group, child: int, share: float | None) -> str:
         return f'<span style="opacity:.6">weight share {share:.0%}</span>'
     return f'<span style="opacity:.6">picked on {share:.0%} of the samples the group fires on' \
            "</span>"
+
+
+def retire(cards: list[StepCard | GroupCard]) -> list[w.Widget]:
+    """Make cards taken off the page inert (see :meth:`CardFrame.retire`); their widgets."""
+    for card in cards:
+        card.retire()
+    return [card.widget for card in cards]
 
 
 def collapsed_by_op(cards: list[StepCard | GroupCard]) -> dict[tuple[Any, int], bool]:

@@ -41,16 +41,47 @@ def _button(label: str, tip: str, css: str) -> w.Button:
         width="30px", min_width="30px", padding="0")), css)
 
 
+class _Inert:
+    """The actions of a card taken off the page: its widgets stay open a while
+    (:class:`~.style.Retired`), and a click already on its way (the second of a double
+    click) must not edit the step that now has the card's index."""
+
+    def set_param(self, index: int, name: str, value: Any) -> None:
+        pass
+
+    def set_probability(self, index: int, probability: float) -> None:
+        pass
+
+    def set_enabled(self, index: int, enabled: bool) -> None:
+        pass
+
+    def duplicate_step(self, index: int) -> int:
+        return index
+
+    def move_step(self, index: int, delta: int) -> int:
+        return index
+
+    def remove_step(self, index: int) -> None:
+        pass
+
+
 class CardFrame:
     """Collapse and render-error display shared by step and group cards (they hold ``body``,
     ``summary``, ``collapse``, ``error`` and ``widget``)."""
 
     collapsed: bool
+    actions: CardActions
+    retired = False
     body: w.Box
     summary: w.HTML
     collapse: w.Button
     error: w.HTML
     widget: w.Box
+
+    def retire(self) -> None:
+        """The card is off the page: its widgets edit nothing from now on."""
+        self.retired = True
+        self.actions = _Inert()
 
     def set_collapsed(self, collapsed: bool) -> None:
         self.collapsed = collapsed

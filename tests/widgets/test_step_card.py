@@ -88,3 +88,33 @@ def test_a_card_is_generated_for_every_operator(category):
                 assert f"dg-param-{p.name}" in card.controls[p.name].widget._dom_classes
     finally:
         b.close()
+
+
+def test_a_card_taken_off_the_page_edits_nothing(builder):
+    """A double click on "remove" sends the second click to the card the first one took off
+    the page (kept open for a while, see style.Retired): it removed the next step too, and
+    a second "move down" moved the other step back up."""
+    for op in ("rotate", "hue", "flip", "contrast"):
+        builder.add_step(op)
+    builder.set_seed(11)
+    builder.model.group_steps(2, 2)  # rotate, hue, one_of(flip, contrast)
+    settle(builder)
+    old = builder.cards[0]
+    old.remove.click()
+    old.remove.click()
+    assert [s.op for s in builder.preset.steps] == ["hue", "one_of"]
+    old.down.click()
+    old.controls["angle"].fixed.value = 12.0
+    old.enabled.value = False
+    old.probability.value = 0.5
+    group = builder.cards[1]
+    builder.move_step(1, -1)  # one_of, hue: the group's card is rebuilt
+    before = builder.preset.to_dict()
+    group.down.click()
+    group.pick.value = 2
+    group.weights[0].value = 3.0
+    group.children[1].enabled.value = False
+    group.children[0].controls["horizontal"].fixed.value = "off"
+    group.ungroup_button.click()
+    assert builder.preset.to_dict() == before
+    settle(builder)
