@@ -130,9 +130,11 @@ class ChainModel:
             raise PresetError([f"{_where(index, child)} ({spec.name}): unknown parameter "
                                f"{name!r} (parameters: {allowed})"])
         data = self._data()
-        _raw(data, index, child)["params"][name] = _json_value(value)
-        # one undo entry per drag; switching fixed / range / list starts a new one
-        key = ("param", index, child, name, type(value).__name__)
+        raw = _raw(data, index, child)["params"][name] = _json_value(value)
+        # one undo entry per drag; switching fixed / range / list starts a new one (the mode
+        # read from the JSON form: a range and a list given as JSON are both dicts)
+        mode = tuple(raw) if isinstance(raw, dict) else "fixed"
+        key = ("param", index, child, name, mode)
         self._commit(data, Change("value", index, name, child), key=key)
 
     def set_probability(self, index: int, probability: float,

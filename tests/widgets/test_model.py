@@ -225,3 +225,17 @@ def test_top_level_edits_move_copy_and_remove_a_group_whole():
     assert [s.op for s in model.preset.steps] == ["one_of", "one_of", "flip"]
     model.remove_step(0)
     assert [s.op for s in model.preset.steps] == ["one_of", "flip"]
+
+
+def test_a_mode_switch_given_as_json_is_its_own_undo_step_too(model):
+    """Range and list as JSON are both dicts: keyed on the type, the switch from one to the
+    other merged into the range's undo entry (one undo lost both)."""
+    model.add_step("rotate")
+    model.set_param(0, "angle", {"uniform": [-4, 4]})
+    model.set_param(0, "angle", {"choice": [1.0, 2.0]})
+    model.set_param(0, "angle", 3)
+    model.set_param(0, "angle", 3.5)  # a literal either way: one drag
+    assert model.undo()
+    assert model.preset.steps[0].params["angle"] == Choice((1.0, 2.0))
+    assert model.undo()
+    assert model.preset.steps[0].params["angle"] == Uniform(-4.0, 4.0)
