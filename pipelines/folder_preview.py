@@ -15,7 +15,7 @@ does not filter the batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from .image_files import readable, scan_folder
 from .preset import Preset
 from .shards import (
     ShardBatch,
+    class_folders,
     first_batch,
     flat_folder_files,
     shard_preset,
@@ -55,6 +56,11 @@ class FolderPreview:
     unread: list[str]
     """Images of the folder the exported pipeline never reads: files beside the class folders,
     and folders (ending in ``/``) nested inside class folders that hold images."""
+    classes: list[str] = field(default_factory=list)
+    """The class folders in the reader's numbering (label k is ``classes[k]``; [] when
+    flat)."""
+    empty: list[str] = field(default_factory=list)
+    """Class folders that hold no file the reader reads: each still takes a label number."""
 
     @property
     def exact(self) -> bool:
@@ -79,6 +85,13 @@ class FolderPreview:
             lines.append(f"{what} of {folder} are not read by the exported pipeline "
                          "(readers.file reads the files in class folders only), so they are "
                          f"not previewed: {_named(self.unread)}")
+        if self.empty:
+            numbering = ", ".join(f"{readable(c)} {k}" for k, c in
+                                  enumerate(self.classes[:MAX_NAMED + len(self.empty)]))
+            lines.append(f"class folder(s) {_named(self.empty)} of {folder} hold no image the "
+                         "exported pipeline reads, yet readers.file numbers every folder: the "
+                         f"labels are {numbering}; move such folders out to number the classes "
+                         "with images from 0")
         return lines
 
 
@@ -98,6 +111,10 @@ def folder_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_
     if not files:
         hint = f" ({len(unread)} image(s) lie where it does not read: {_named(unread)})" \
             if unread else ""
+        folders = class_folders(root)
+        if unread and folders:  # images at the top, read as a flat folder but for these
+            hint += (f"; its subfolder(s) {_named(folders)} make readers.file read class "
+                     "folders only: move them out to read the images as a flat folder")
         raise ValueError(f"{readable(str(root))!r} has no images where the exported pipeline "
                          "reads them: a flat folder of images, or class folders of images"
                          f"{hint}")
@@ -109,7 +126,10 @@ def folder_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_
     batch = first_batch(root, shard_id, num_shards, batch_size)
     skipped = list(engine.set_images(ReaderFiles(root, tuple(batch.files)), max_side=max_side))
     labels = list(batch.labels) if not skipped else _loaded_labels(batch, engine.names)
-    return FolderPreview(shard_preset(preset, shard_id), batch, labels, skipped, unread)
+    classes = [] if flat_folder_files(root) is not None else class_folders(root)
+    read = {f.split("/", 1)[0] for f in files}
+    return FolderPreview(shard_preset(preset, shard_id), batch, labels, skipped, unread,
+                         classes, [c for c in classes if c not in read])
 
 
 def unread_images(file_root: str | Path) -> list[str]:

@@ -116,11 +116,16 @@ def first_batch(file_root: str | Path, shard_id: int, num_shards: int,
     if flat_folder_files(file_root) is not None:
         labels = picked
     else:
-        with os.scandir(file_root) as it:
-            classes = sorted((e.name for e in it if _is_dir(e)), key=byte_key)
-        position = {name: i for i, name in enumerate(classes)}
+        position = {name: i for i, name in enumerate(class_folders(file_root))}
         labels = [position[files[i].split("/", 1)[0]] for i in picked]
     return ShardBatch([files[i] for i in picked], labels)
+
+
+def class_folders(file_root: str | Path) -> list[str]:
+    """Every top-level folder, in the order readers.file numbers them as classes (raw bytes),
+    empty and hidden ones included (a Jupyter ``.ipynb_checkpoints`` takes a number too)."""
+    with os.scandir(file_root) as it:
+        return sorted((e.name for e in it if _is_dir(e)), key=byte_key)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

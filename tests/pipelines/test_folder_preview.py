@@ -114,3 +114,29 @@ def test_no_images_where_the_reader_reads_says_where_they_are(tmp_path, engine):
     with pytest.raises(ValueError, match="batch size 0 is not allowed for a preview"):
         shutil.copy(tmp_path / "top.jpg", tmp_path / "empty_class" / "a.jpg")
         folder_preview(engine, PRESET, tmp_path, batch_size=0)
+
+
+def test_an_empty_hidden_class_folder_is_numbered_and_said(tmp_path, engine):
+    """A Jupyter ``.ipynb_checkpoints`` beside the class folders takes label 0 in DALI's
+    numbering (labels 1 and 2 for a 2-class model): the preview's labels are the exported
+    pipeline's, and a note says so and what to do."""
+    root = tmp_path / "pets"
+    _image(0, root / "cat" / "a.jpg")
+    _image(1, root / "dog" / "b.jpg")
+    (root / ".ipynb_checkpoints").mkdir()
+    view = folder_preview(engine, PRESET, root, batch_size=2)
+    _, labels = _exported_first_batch(root, 2, tmp_path)
+    assert view.labels == labels == [1, 2]
+    assert view.classes == [".ipynb_checkpoints", "cat", "dog"]
+    assert view.empty == [".ipynb_checkpoints"]
+    (note,) = view.notes("pets")
+    assert "the labels are .ipynb_checkpoints 0, cat 1, dog 2" in note
+
+
+def test_a_subfolder_beside_a_flat_folder_s_images_is_named(tmp_path, engine):
+    root = tmp_path / "flat"
+    _image(0, root / "a.jpg")
+    (root / ".ipynb_checkpoints").mkdir()
+    with pytest.raises(ValueError, match=r"lie where it does not read: a\.jpg\); its "
+                                         r"subfolder\(s\) \.ipynb_checkpoints make"):
+        folder_preview(engine, PRESET, root)
