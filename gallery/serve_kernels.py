@@ -26,7 +26,9 @@ Imported by the Voilà server process only (``--VoilaConfiguration.multi_kernel_
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from concurrent.futures import Future as CFuture
 from typing import Any
 
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -100,8 +102,20 @@ class GalleryKernelManager(AsyncMappingKernelManager):
         _forget_request(kernel_id)
 
     async def _discard(self, kernel_id: str) -> None:
-        # KeyError: the kernel restarter already gave up on it and removed it from the map
-        with contextlib.suppress(KeyError):
+        """Shut down a kernel that failed to start. Its restarter is stopped first (it would
+        start the dead kernel again), and a restart already under way is waited for:
+        jupyter_client's shutdown reads the kernel's ``ready`` future, and while a restart
+        runs that future is pending (InvalidStateError: the page got a 500, not its 503)."""
+        try:
+            km = self.get_kernel(kernel_id)
+        except KeyError:  # the restarter already gave up on it and removed it from the map
+            return
+        km.stop_restarter()
+        ready = km.ready
+        if not ready.done():
+            await asyncio.wait([asyncio.wrap_future(ready) if isinstance(ready, CFuture)
+                                else ready], timeout=self.ready_timeout)
+        with contextlib.suppress(KeyError):  # removed meanwhile by the restarter
             await self.shutdown_kernel(kernel_id, now=True)
 
 

@@ -257,3 +257,38 @@ def test_a_kernel_already_removed_counts_as_died_while_starting():
 
     problem = asyncio.run(GalleryKernelManager._first_reply(Gone(), "k1"))  # type: ignore[arg-type]
     assert "stopped before it could be asked" in problem
+
+
+def test_a_kernel_being_restarted_is_shut_down_once_its_restart_ends():
+    """Regression (a 500 instead of the 503 page, about one run in two with a pool of 2): the
+    restarter was restarting the dead kernel when the manager discarded it, and
+    jupyter_client's shutdown read its pending ``ready`` future (InvalidStateError). The
+    restarter is stopped and the restart awaited before the shutdown."""
+    import asyncio
+
+    from dali_gallery.gallery.serve_kernels import GalleryKernelManager
+
+    class Restarting:
+        ready_timeout = 5.0
+
+        def __init__(self) -> None:
+            self.events: list[str] = []
+            self.km = self
+
+        def get_kernel(self, kernel_id: str) -> Restarting:
+            return self
+
+        def stop_restarter(self) -> None:
+            self.events.append("restarter stopped")
+
+        async def shutdown_kernel(self, kernel_id: str, now: bool = False) -> None:
+            self.events.append(f"shutdown, ready done: {self.ready.done()}")
+
+    async def discard() -> list[str]:
+        fake = Restarting()
+        fake.ready = asyncio.get_running_loop().create_future()  # a restart under way
+        asyncio.get_running_loop().call_later(0.05, fake.ready.set_result, None)
+        await GalleryKernelManager._discard(fake, "k1")  # type: ignore[arg-type]
+        return fake.events
+
+    assert asyncio.run(discard()) == ["restarter stopped", "shutdown, ready done: True"]
