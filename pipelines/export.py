@@ -127,7 +127,7 @@ def _wrap(line: str, width: int = 88) -> list[str]:
     return out
 
 
-def preset_from_module(source: str | os.PathLike[str]) -> Preset:
+def preset_from_module(source: str | os.PathLike[str], catalog: Catalog = CATALOG) -> Preset:
     """Re-import the preset embedded in an exported module, without running it.
 
     ``source`` is the module's path or its source text, told apart by type and structure, never
@@ -135,20 +135,21 @@ def preset_from_module(source: str | os.PathLike[str]) -> Preset:
     source text when it holds a line break or ``PRESET_JSON`` (every exported module has both),
     else it is a path (``preset_from_module("augment.py")``). For trusted callers (notebooks,
     scripts): a str may name a file. Text from a browser goes to :func:`preset_from_source`,
-    which never opens anything."""
+    which never opens anything. ``catalog``: the operators it may name (a notebook's own
+    custom operators: the default catalog's and theirs)."""
     if isinstance(source, os.PathLike):
-        return preset_from_source(_module_text(source))
+        return preset_from_source(_module_text(source), catalog)
     if not isinstance(source, str):
         raise PresetError([f"exported module: expected a path (str or Path) or the module's "
                            f"source text (str), got {type(source).__name__}"])
     if "\n" in source or "PRESET_JSON" in source:
-        return preset_from_source(source)
+        return preset_from_source(source, catalog)
     if not os.path.exists(source):  # also False for a name the OS refuses (too long, NUL)
         raise PresetError([f"exported module: {quote(source, 200)} is neither an existing "
                            "file nor module source text; expected the path of a module "
                            "exported by dali-gallery (e.g. 'augment.py') or its source text "
                            "(several lines, with PRESET_JSON = ...)"])
-    return preset_from_source(_module_text(source))
+    return preset_from_source(_module_text(source), catalog)
 
 
 def _module_text(path: str | os.PathLike[str]) -> str:
@@ -157,9 +158,10 @@ def _module_text(path: str | os.PathLike[str]) -> str:
     return document_text(read_document(path, origin), origin)
 
 
-def preset_from_source(text: str) -> Preset:
-    """The preset embedded in an exported module's source text; never opens a file (text
-    uploaded from a browser comes here, so a one-line upload cannot name a server file)."""
+def preset_from_source(text: str, catalog: Catalog = CATALOG) -> Preset:
+    """The preset embedded in an exported module's source text, checked against ``catalog``
+    (a Builder's own, custom operators included); never opens a file (text uploaded from a
+    browser comes here, so a one-line upload cannot name a server file)."""
     if not isinstance(text, str):
         raise PresetError([f"exported module: expected its source text (str), got "
                            f"{type(text).__name__}"])
@@ -175,7 +177,8 @@ def preset_from_source(text: str) -> Preset:
             value = node.value.value if isinstance(node.value, ast.Constant) else None
             if not isinstance(value, str):
                 raise PresetError(["exported module: PRESET_JSON is not a string literal"])
-            return parse_document(value, origin="exported module: PRESET_JSON")  # never a path
+            return parse_document(value, catalog,  # never a path
+                                  origin="exported module: PRESET_JSON")
     raise PresetError(["exported module: no PRESET_JSON found; was it exported by dali-gallery?"])
 
 

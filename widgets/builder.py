@@ -332,7 +332,7 @@ class Builder:
         shown = cut(name, 80)  # the browser's file name: data, and bounded
         try:
             if name.lower().endswith(".py"):
-                preset = preset_from_source(document_text(data, shown))
+                preset = preset_from_source(document_text(data, shown), self.catalog)
             else:
                 preset = parse_document(data, self.catalog, origin=shown)
             self.model.replace(preset)

@@ -81,3 +81,30 @@ def test_an_absurd_document_shows_its_problems_and_changes_nothing(builder, case
 def test_a_long_file_name_is_cut_in_the_message(builder):
     shown = send(builder, "n" * 5000 + ".json", b"\xff")
     assert "not UTF-8" in shown and len(shown) < 1000
+
+
+def test_a_builder_with_its_own_operators_loads_its_own_exported_module():
+    """The module upload was checked against the default catalog: a Builder made with its own
+    (a notebook's custom operator) refused its own export as an unknown operator."""
+    from dali_gallery.pipelines.catalog import CATALOG, Catalog
+    from dali_gallery.pipelines.custom import custom_op
+    from dali_gallery.pipelines.export import export_code
+    from dali_gallery.pipelines.preset import Preset, new_step
+    from tests.widgets.conftest import make_builder
+
+    def dimmed(image):
+        return image // 2
+
+    catalog = Catalog(list(CATALOG.values()))
+    custom_op("custom.test_dimmed", "Halves every pixel.", catalog=catalog)(dimmed)
+    chain = Preset([new_step("flip", catalog=catalog), new_step("custom.test_dimmed",
+                                                                 catalog=catalog)], seed=3)
+    code = export_code(chain, catalog=catalog)
+    b = make_builder(catalog=catalog)
+    try:
+        settle(b)
+        assert send(b, "mine.py", code.encode()) == ""
+        assert [s.op for s in b.preset.steps] == ["flip", "custom.test_dimmed"]
+        assert b.preset.seed == 3
+    finally:
+        b.close()
