@@ -108,12 +108,12 @@ def folder_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_
         raise ValueError(f"{readable(str(root))!r} is not a folder")
     files = training_files(root)
     unread = unread_images(root)
+    classes = class_folders(root)  # none: a flat folder
     if not files:
         hint = f" ({len(unread)} image(s) lie where it does not read: {_named(unread)})" \
             if unread else ""
-        folders = class_folders(root)
-        if unread and folders:  # images at the top, read as a flat folder but for these
-            hint += (f"; its subfolder(s) {_named(folders)} make readers.file read class "
+        if unread and classes:  # images at the top, read as a flat folder but for these
+            hint += (f"; its subfolder(s) {_named(classes)} make readers.file read class "
                      "folders only: move them out to read the images as a flat folder")
         raise ValueError(f"{readable(str(root))!r} has no images where the exported pipeline "
                          "reads them: a flat folder of images, or class folders of images"
@@ -126,7 +126,6 @@ def folder_preview(engine: Any, preset: Preset, file_root: str | Path, *, shard_
     batch = first_batch(root, shard_id, num_shards, batch_size)
     skipped = list(engine.set_images(ReaderFiles(root, tuple(batch.files)), max_side=max_side))
     labels = list(batch.labels) if not skipped else _loaded_labels(batch, engine.names)
-    classes = [] if flat_folder_files(root) is not None else class_folders(root)
     read = {f.split("/", 1)[0] for f in files}
     return FolderPreview(shard_preset(preset, shard_id), batch, labels, skipped, unread,
                          classes, [c for c in classes if c not in read])

@@ -105,22 +105,22 @@ def _bbox_crop_labels(
     graph whose file has none, or that does not return them) stay None: the classes
     alone ride along, as in DALI's own detection example, and the dozen operators that
     carry keypoints are not built."""
-    if keypoints is None:
-        anchor, shape, out_boxes, out_classes = fn.random_bbox_crop(
-            boxes,
-            classes,
-            bbox_layout="xyXY",
-            thresholds=[min_iou],
-            scaling=scaling,
-            aspect_ratio=aspect,
-            bbox_prune_threshold=min_kept,
-            seed=seed,
-        )
-        points = None
-    else:
-        anchor, shape, out_boxes, out_classes, points = _crop_columns(
-            boxes, classes, keypoints, scaling, aspect, min_iou, min_kept, seed
-        )
+    labels, width = classes, None
+    if keypoints is not None:
+        labels, width = _label_columns(classes, keypoints)
+    anchor, shape, out_boxes, out_labels = fn.random_bbox_crop(
+        boxes,
+        labels,
+        bbox_layout="xyXY",
+        thresholds=[min_iou],
+        scaling=scaling,
+        aspect_ratio=aspect,
+        bbox_prune_threshold=min_kept,
+        seed=seed,
+    )
+    out_classes, points = out_labels, None
+    if keypoints is not None:
+        out_classes, points = _split_columns(out_labels, width)
     anchor, shape = _pixel_window(images, anchor, shape, source)
     if points is not None:  # into the (widened) window
         one = types.Constant(1.0, dtype=types.FLOAT)
@@ -148,11 +148,10 @@ def _bbox_crop_labels(
     return out if masks is None else (*out, cut(masks))
 
 
-def _crop_columns(boxes, classes, keypoints, scaling, aspect, min_iou, min_kept, seed):
-    """``fn.random_bbox_crop`` with the classes and the keypoints (their float32 bits
-    as int32) as the boxes' label columns, so a dropped box drops its keypoints too.
-    Returns the window (anchor, shape), the boxes and classes it kept, and their
-    keypoints, still relative to the whole image."""
+def _label_columns(classes, keypoints):
+    """The classes and the keypoints (their float32 bits as int32) as one int32 row per
+    box: ``fn.random_bbox_crop``'s label columns, so a dropped box drops its keypoints
+    too; and K, the keypoints per box."""
     k = keypoints.shape(dtype=types.INT32)
     bits = fn.reinterpret(keypoints, dtype=types.INT32)
     columns = fn.cat(
@@ -160,20 +159,15 @@ def _crop_columns(boxes, classes, keypoints, scaling, aspect, min_iou, min_kept,
         fn.reshape(bits, shape=fn.stack(k[0], k[1] * 3)),
         axis=1,
     )
-    anchor, shape, out_boxes, out_columns = fn.random_bbox_crop(
-        boxes,
-        columns,
-        bbox_layout="xyXY",
-        thresholds=[min_iou],
-        scaling=scaling,
-        aspect_ratio=aspect,
-        bbox_prune_threshold=min_kept,
-        seed=seed,
-    )
-    n = out_columns.shape(dtype=types.INT32)[0]
-    points = fn.reinterpret(out_columns[:, 1:], dtype=types.FLOAT)
-    points = fn.reshape(points, shape=fn.stack(n, k[1], 3))
-    return anchor, shape, out_boxes, out_columns[:, 0], points
+    return columns, k[1]
+
+
+def _split_columns(columns, width):
+    """:func:`_label_columns` of the boxes the crop kept, back to their classes and
+    keypoints (N, ``width``, 3), still relative to the whole image."""
+    n = columns.shape(dtype=types.INT32)[0]
+    points = fn.reinterpret(columns[:, 1:], dtype=types.FLOAT)
+    return columns[:, 0], fn.reshape(points, shape=fn.stack(n, width, 3))
 
 
 HELPERS = (
@@ -181,11 +175,12 @@ HELPERS = (
     "_pixel_window",
     "_bbox_crop",
     "_bbox_crop_labels",
-    "_crop_columns",
+    "_label_columns",
+    "_split_columns",
 )
 DEPS = {
     "_pixel_window": ("_wh",),
     "_bbox_crop": ("_pixel_window", "_wh"),  # one level: list the helpers' own too
-    "_bbox_crop_labels": ("_pixel_window", "_wh", "_crop_columns"),
+    "_bbox_crop_labels": ("_pixel_window", "_wh", "_label_columns", "_split_columns"),
 }
 """The helpers (in the order modules define them) and what each calls."""
