@@ -47,7 +47,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TILE = ".dg-builder img.dg-preview-tile"
 MAGNITUDE = ".dg-step-card .{} .widget-slider:visible"
-"""A step's slider of one parameter (a range: its lower handle)."""
+"""A step's slider of one parameter (a range symmetric about the neutral value: its
+half-width slider; an asymmetric one: its lower handle)."""
 
 _MARKS_JS = """(() => {
   const marks = window.__dgMarks = {};

@@ -6,6 +6,15 @@ a text list for a per-sample choice), a checkbox or an on/off/random switch for 
 dropdown for enums, and a grey-level slider with a swatch for fill values. No operator is named
 here. The control never changes the pipeline itself: it proposes values through ``on_change``
 and shows what the model accepted (``set_value``) or why it refused (``show_error``).
+
+A signed parameter's range is "symmetric about" its neutral value ``n`` by default, and then
+shown as one slider for the half-width ``d`` (the range is ``n - d`` to ``n + d``) instead of
+the two-handled range slider. The kernel used to keep a two-handled range symmetric by
+mirroring the moved end and writing the result back into the slider the user was moving; that
+write-back raced with the browser (ipywidgets 8's frontend applies the kernel's updates while
+its own later changes are still pending, and it throttles its sends), so quick key presses or a
+drag on a slow kernel made the handles jump. Nothing here writes into a slider being moved
+other than ``set_value`` showing what the model accepted, which skips float noise.
 """
 
 from __future__ import annotations
@@ -32,10 +41,13 @@ from .param_values import (
     exact_number,
     fixed_from_range,
     fmt_number,
+    half_width_reach,
     is_fill,
+    is_symmetric,
     mode_of,
     parse_choice,
     slider_range,
+    symmetric_range,
     tooltip,
 )
 
@@ -56,7 +68,11 @@ class ParamControl:
 
     ``widget`` holds a label (tooltip: :func:`tooltip`), the value widget(s), the mode switch
     (fixed / per-sample range / per-sample list) when the parameter can be drawn per sample,
-    a "symmetric" switch for signed parameters, and an error line.
+    a "symmetric" switch for signed parameters, and an error line. One value widget shows at a
+    time: the fixed slider, the half-width slider (``half``: a range while "symmetric" is on),
+    the two-handled ``range`` slider, or the list field. The half-width slider proposes
+    ``n - d, n + d`` itself, so no mirrored range is ever written back into a slider the
+    user is moving (that raced with the browser, see the module docstring).
     """
 
     def __init__(self, p: Param, value: Any, on_change: OnChange, *, magnitude: bool = False,
@@ -80,6 +96,7 @@ class ParamControl:
         self.symmetric: w.Checkbox | None = None
         self.fixed = self._fixed_widget(tip)
         self.range: w.FloatRangeSlider | w.IntRangeSlider | None = None
+        self.half: w.FloatSlider | w.IntSlider | None = None
         self.choice: w.Text | None = None
         self.swatch: w.HTML | None = None
         row = [self.label, self.fixed]
@@ -107,9 +124,13 @@ class ParamControl:
                 about = fmt_number(symmetric_about)
                 self.symmetric = style.classed(w.Checkbox(
                     value=True, indent=False, description=f"symmetric about {about}",
-                    tooltip="moving one end of the range mirrors the other about the neutral "
-                            "value", layout=w.Layout(width="auto")), style.PARAM_SYMMETRIC)
+                    tooltip=f"one slider for the half-width d: the range is {about} ± d "
+                            "(untick to move the two ends apart)",
+                    layout=w.Layout(width="auto")), style.PARAM_SYMMETRIC)
+                self.symmetric.observe(self._on_symmetric, "value")
                 extra.append(self.symmetric)
+                self.half = self._half_widget(about)
+                row.insert(row.index(self.range) + 1, self.half)
         rows: list[w.Widget] = [w.HBox(row, layout=w.Layout(align_items="center"))]
         if extra:
             rows.append(w.HBox(extra, layout=w.Layout(margin="0 0 0 " + LABEL_WIDTH,
@@ -186,6 +207,25 @@ class ParamControl:
         wd.observe(self._on_range, "value")
         return wd
 
+    def _half_widget(self, about: str) -> w.FloatSlider | w.IntSlider:
+        """The half-width ``d`` of a range symmetric about the neutral value, with the range
+        slider's step and readout; its bounds are set by :meth:`_show`."""
+        assert self.range is not None
+        tip = (f"± d about {about}: drawn per sample, uniformly from [{about} - d, "
+               f"{about} + d]")
+        common: dict[str, Any] = {
+            "description": "±", "tooltip": tip, "continuous_update": True,
+            "style": {"description_width": "initial"}, "layout": w.Layout(flex="1 1 auto")}
+        if self.param.kind == "int":
+            wd: w.FloatSlider | w.IntSlider = w.IntSlider(min=0, max=1, step=self.range.step,
+                                                          **common)
+        else:
+            wd = w.FloatSlider(min=0, max=1, step=self.range.step,
+                               readout_format=self.range.readout_format, **common)
+        style.classed(wd, style.PARAM_HALF_WIDTH)
+        wd.observe(self._on_half, "value")
+        return wd
+
     # ---- showing values -----------------------------------------------------------------------
 
     def _show(self, value: Any) -> None:
@@ -200,10 +240,15 @@ class ParamControl:
         elif mode == FIXED:
             _set_slider(self.fixed, value, slider_range(p, (value,)))
         elif mode == RANGE and self.range is not None:
-            _set_slider(self.range, (value.lo, value.hi), slider_range(p, (value.lo, value.hi)))
-            if self.symmetric is not None and not math.isclose(
-                    value.lo + value.hi, 2 * self.symmetric_about, abs_tol=1e-6):
+            bounds = slider_range(p, (value.lo, value.hi))
+            _set_slider(self.range, (value.lo, value.hi), bounds)
+            if self.symmetric is not None and not is_symmetric(value, self.symmetric_about):
                 self.symmetric.value = False  # an asymmetric range was loaded or typed
+            elif self.half is not None:
+                d = (value.hi - value.lo) / 2
+                d = round(d) if p.kind == "int" else d
+                reach = half_width_reach(p, self.symmetric_about, bounds)
+                _set_slider(self.half, d, (min(self.half.step, d), max(reach, d)))
         elif mode == CHOICE and self.choice is not None:
             self.choice.value = ", ".join(exact_number(v) for v in value.values)
         if self.swatch is not None and mode == FIXED:
@@ -215,8 +260,11 @@ class ParamControl:
     def _layout(self, mode: str) -> None:
         show_fixed = mode == FIXED or self.param.kind == "bool"
         self.fixed.layout.display = None if show_fixed else "none"
+        half = mode == RANGE and self.symmetric is not None and self.symmetric.value
+        if self.half is not None:
+            self.half.layout.display = None if half else "none"
         if self.range is not None:
-            self.range.layout.display = None if mode == RANGE else "none"
+            self.range.layout.display = None if mode == RANGE and not half else "none"
         if self.choice is not None:
             self.choice.layout.display = None if mode == CHOICE else "none"
         if self.symmetric is not None:
@@ -254,26 +302,34 @@ class ParamControl:
         if self._quiet or self.range is None:
             return
         p = self.param
-        lo, hi = clean(p, change["new"][0]), clean(p, change["new"][1])
-        if self.symmetric is not None and self.symmetric.value:
-            lo, hi = self._mirror(change["old"], (lo, hi))
-        self._propose(Uniform(clean(p, lo), clean(p, hi)))
+        self._propose(Uniform(clean(p, change["new"][0]), clean(p, change["new"][1])))
 
-    def _mirror(self, old: tuple[float, float], new: tuple[float, float]) -> tuple[float, float]:
-        """Keep the range symmetric about the neutral value: the moved end decides."""
-        assert self.range is not None and self.symmetric_about is not None
-        n = self.symmetric_about
-        moved_lo = not math.isclose(new[0], old[0]) and math.isclose(new[1], old[1])
-        d = abs(n - new[0]) if moved_lo else abs(new[1] - n)
-        d = min(d, n - self.range.min, self.range.max - n)
-        lo, hi = n - d, n + d
-        if self.param.kind == "int":
-            lo, hi = math.ceil(lo), math.floor(hi)
-        if hi <= lo:
-            return new
-        with self._silenced():
-            self.range.value = (lo, hi)
-        return lo, hi
+    def _on_half(self, change: dict[str, Any]) -> None:
+        """The half-width slider moved: propose the range ``n - d, n + d``. Nothing is
+        written back into the slider (what the model accepts comes back via set_value)."""
+        if self._quiet:
+            return
+        p = self.param
+        rng = symmetric_range(p, self.symmetric_about, abs(clean(p, change["new"])))
+        if rng is not None:
+            self._propose(rng)
+
+    def _on_symmetric(self, change: dict[str, Any]) -> None:
+        """Unticked: the range slider shows the current range. Ticked on an asymmetric range:
+        propose the symmetric one reaching as far as its farther end (within the slider); a
+        refusal unticks the box again."""
+        if self._quiet:
+            return
+        p, n, v = self.param, self.symmetric_about, self._value
+        if change["new"] and isinstance(v, Uniform) and not is_symmetric(v, n):
+            reach = half_width_reach(p, n, slider_range(p, (v.lo, v.hi)))
+            rng = symmetric_range(p, n, min(max(abs(v.lo - n), abs(v.hi - n)), reach))
+            if rng is not None:
+                self._propose(rng)
+            if not is_symmetric(self._value, n) and self.symmetric is not None:
+                with self._silenced():
+                    self.symmetric.value = False
+        self._layout(mode_of(self._value))
 
     def _on_choice(self, change: dict[str, Any]) -> None:
         if self._quiet:
@@ -312,7 +368,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _set_slider(wd: w.Widget, value: Any, bounds: tuple[float, float]) -> None:
-    """Set min/max then value without the slider clamping the value on the way."""
+    """Set min/max then value without the slider clamping the value on the way. A value that
+    differs from the slider's only by float noise (the browser's 0.30000000000000004 for the
+    0.3 the model kept) is not written: that write would reach a browser whose user may
+    already have moved the slider further, and move it back."""
     lo, hi = bounds
     if lo > wd.max:
         wd.max = hi
@@ -320,4 +379,13 @@ def _set_slider(wd: w.Widget, value: Any, bounds: tuple[float, float]) -> None:
     else:
         wd.min = lo
         wd.max = hi
-    wd.value = value
+    if not _close(wd.value, value):
+        wd.value = value
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b

@@ -94,6 +94,31 @@ def fixed_from_range(p: Param, lo: float, hi: float, symmetric_about: float | No
     return p.coerce(v)
 
 
+def is_symmetric(value: Any, about: float | None) -> bool:
+    """Whether ``value`` is a range symmetric about ``about``."""
+    return (isinstance(value, Uniform) and about is not None
+            and math.isclose(value.lo + value.hi, 2 * about, abs_tol=1e-6))
+
+
+def symmetric_range(p: Param, about: float | None, d: float) -> Uniform | None:
+    """``Uniform(about - d, about + d)`` (the whole numbers inside it for an int parameter),
+    or None when that is empty."""
+    assert about is not None
+    lo, hi = about - d, about + d
+    if p.kind == "int":
+        lo, hi = math.ceil(lo), math.floor(hi)
+    if hi <= lo:
+        return None
+    return Uniform(clean(p, lo), clean(p, hi))
+
+
+def half_width_reach(p: Param, about: float | None, bounds: tuple[float, float]) -> float:
+    """The largest half-width ``d`` that keeps ``about - d`` and ``about + d`` in ``bounds``."""
+    assert about is not None
+    d = max(0.0, min(about - bounds[0], bounds[1] - about))
+    return math.floor(d) if p.kind == "int" else d
+
+
 def clean(p: Param, value: float) -> Any:
     """A value from a browser slider without binary noise (0.9999999999999999 -> 1.0): the
     slider cannot be finer than its step, so a few digits past the step are enough."""

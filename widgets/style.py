@@ -44,6 +44,7 @@ PARAM = "dg-param"
 MAGNITUDE = "dg-magnitude"
 PARAM_MODE = "dg-param-mode"
 PARAM_SYMMETRIC = "dg-param-symmetric"
+PARAM_HALF_WIDTH = "dg-param-half-width"
 PARAM_ERROR = "dg-param-error"
 
 PICKER = "dg-picker"

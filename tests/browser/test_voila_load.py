@@ -39,7 +39,7 @@ COLOURS = [(220, 40, 40), (40, 200, 40), (40, 60, 220), (220, 200, 30), (200, 40
 SECOND = ["saturation", "contrast", "gaussian_blur", "noise.shot", "sphere", "grid_mask"]
 TILE = ".dg-builder img.dg-preview-tile"
 ORIGINAL = ".dg-builder img.dg-preview-original"
-ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"  # a range: its lower handle
+ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"  # a range: its half-width
 GALLERY_DONE_JS = """() => /operators in/.test(
     (document.querySelector('.dg-gallery-status') || {}).textContent || '')"""
 # the first match shows a decoded image (not an empty src, which the byte check cannot judge)

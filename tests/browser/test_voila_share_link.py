@@ -22,7 +22,8 @@ from tests.browser.conftest import move_slider, slider_value
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"  # a range: its lower handle
+# the suggested range is symmetric about 0: one slider, its half-width d (-d to d)
+ANGLE = ".dg-step-card .dg-param-angle .widget-slider:visible"
 
 
 @pytest.fixture
@@ -141,8 +142,9 @@ def test_a_reload_keeps_the_chain_the_parameters_and_the_seed(new_page):
     steps, seed_value, angle = build_chain(page)
     assert steps == ["rotate", "hue"]
     value = wait_link_holds(page, 2, seed_value)
-    moved = decode(value).steps[0].params["angle"]  # the suggested range, its low end moved
-    assert moved.lo == float(angle) and moved != suggested_params(CATALOG["rotate"])["angle"]
+    moved = decode(value).steps[0].params["angle"]  # the suggested range, widened by a step
+    assert (moved.lo, moved.hi) == (-float(angle), float(angle))
+    assert moved != suggested_params(CATALOG["rotate"])["angle"]
     page.reload(wait_until="domcontentloaded")
     wait_app(page)
     wait_chain(page, steps)
