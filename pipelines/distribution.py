@@ -170,7 +170,7 @@ def _run(preset: Preset, eng: PreviewEngine, result: Distribution, total: int, p
         if cancel is not None and cancel.is_set():
             result.cancelled = True
             break
-        render = eng.render(preset, draws=per, advance=result.batches > 0)
+        render = eng.render(preset, draws=per, advance=result.batches > 0, stream=True)
         offset, keep = result.draws, min(per, total - result.draws)
         result.records += [SampleRecord(r.image, offset + r.draw, r.fired, r.values, r.children,
                                         r.child_values) for r in render.records[:keep]]

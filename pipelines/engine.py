@@ -3,8 +3,9 @@
 Built for sliders. The chain is generated in preview mode, so every run-time value is an
 ``external_source`` feed: moving such a slider feeds new numbers into the same built pipeline.
 Its random nodes all have explicit seeds and the pipeline's RNG state is restored from a
-checkpoint taken right after the build before every render, so a render shows the same draw
-until the seed changes: moving one slider changes only that operator's effect.
+checkpoint taken right after the build before every render (on a worker as soon as the last
+render is done: :mod:`pipelines.rng_reset`), so a render shows the same draw until the seed
+changes: moving one slider changes only that operator's effect.
 
 A render of N images x K draws is one batch of N*K samples; sample ``d*N + i`` is draw ``d`` of
 image ``i``, so draw 0 is exactly the first batch of the exported pipeline on the same images.
@@ -22,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +40,13 @@ from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
-from .pipeline_cache import PipelineCache
+from .pipeline_cache import PipelineCache, load_built
 from .preset import Preset, Step
-from .preview_pipeline import EXECUTOR, ChainModules, build_pipeline, decode_mixed, fed_arrays
+from .preview_pipeline import ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
+from .rng_reset import RngReset
 from .step_error import StepError, name_step
 from .trace_ahead import TraceAhead, TraceJob
 
@@ -61,6 +64,8 @@ class _Built:
     chain: Chain
     module_path: Path
     runs: int = 0
+    reset: Future[None] | None = None
+    """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
 
 
 class PreviewEngine:
@@ -94,6 +99,7 @@ class PreviewEngine:
         self._memo = RenderMemo()
         self._batches = InputBatches()
         self._ahead: TraceAhead | None = None
+        self._reset = RngReset()
 
     # ---- images -------------------------------------------------------------------------------
 
@@ -143,7 +149,7 @@ class PreviewEngine:
 
     def render(self, preset: Preset | dict | str, draws: int = 1, *, tail: bool = False,
                images: Sequence[int] | None = None, encode: str | None = None,
-               quality: int = 85, advance: bool = False,
+               quality: int = 85, advance: bool = False, stream: bool = False,
                _override: dict[str, np.ndarray] | None = None) -> Render:
         """Render ``draws`` independent draws of every image (or of the chosen ones).
 
@@ -151,7 +157,8 @@ class PreviewEngine:
         on the GPU nvImageCodec encodes straight from device memory (no host round trip).
         ``advance=True`` goes on from the random state the pipeline's previous render left
         instead of restarting it: the next batch of the same stream, from the same build
-        (the distribution view collects hundreds of draws this way)."""
+        (the distribution view collects hundreds of draws this way); the render before it
+        passes ``stream=True`` to keep that state (others restore the first draw when done)."""
         # validates a Preset built in code too (once per document: see render_memo)
         preset, key = self._memo.preset(preset, self.catalog)
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]
@@ -198,18 +205,20 @@ class PreviewEngine:
         feeds.update(self._batches.feeds(  # made once per image set (input_batches)
             arrays, labels if graph is not None else None,
             None if images is None else tuple(images), batch, graph.graph_names if graph else ()))
+        if advance:
+            self._reset.check_advance(built)
         try:
-            if built.checkpoint is not None and not advance:
-                built.pipe._pipe.RestoreFromSerializedCheckpoint(built.checkpoint)
+            self._reset.before_run(built, advance)
             outputs = built.pipe.run(**feeds)
-            result = read_outputs(outputs, built.chain, n, draws, self.device)
-            moved = None
+            moved = None  # the labels first: their Python runs while the GPU works
             if labels is not None and chain_labels is not None:
                 moved = read_labels(outputs, built.chain, 1 + len(built.chain.records), labels,
                                     chain_labels.min_kept)
+            result = read_outputs(outputs, built.chain, n, draws, self.device)
             t_enc = time.perf_counter()
             encoded = encode_tiles(outputs[0], result[0], encode, quality) if encode else None
             encode_ms = (time.perf_counter() - t_enc) * 1000
+            self._reset.after_render(built, stream)
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
             self._discard(built)
             raise name_step(e, built.module_path, built.chain, preset) from e
@@ -285,8 +294,13 @@ class PreviewEngine:
         """The preview module source (what the engine builds; handy for debugging)."""
         return preview_module(preset, tail=tail, catalog=self.catalog)[0]
 
+    def settle(self) -> None:
+        """Wait for the work the last renders left to a worker (:mod:`.rng_reset`)."""
+        self._reset.settle()
+
     def close(self) -> None:
         """Release pipelines (and the GPU memory pools DALI keeps) and temporary files."""
+        self._reset.close()
         self._pipes.clear()
         if self._ahead is not None:
             self._ahead.close()
@@ -359,8 +373,9 @@ class PreviewEngine:
         if key is not None:
             if self._ahead is not None:  # a worker tracing it: wait, then load it
                 self._ahead.wait(key)
-            loaded = self._from_cache(key)
+            loaded = load_built(self.cache, key, self.device, self.num_threads)
             if loaded is not None:
+                self.cache_hits += 1
                 return loaded
         pipe = build_pipeline(module, preset.seed, batch, self.device, self.num_threads, tail,
                               chain.checkpoints, chain.conditionals, chain.labels)
@@ -368,28 +383,6 @@ class PreviewEngine:
         checkpoint = pipe.checkpoint() if chain.checkpoints else None
         if key is not None:
             self.cache.store(key, pipe.serialize(), checkpoint is not None)
-        return pipe, checkpoint
-
-    def _from_cache(self, key: str) -> tuple[Any, bytes | None] | None:
-        entry = self.cache.load(key)
-        if entry is None:
-            return None
-        from nvidia.dali import Pipeline
-
-        blob, checkpointing = entry
-        try:
-            pipe = Pipeline.deserialize(
-                serialized_pipeline=blob, device_id=0 if self.device == "gpu" else None,
-                num_threads=self.num_threads, prefetch_queue_depth=1,
-                enable_checkpointing=checkpointing, **EXECUTOR)
-            pipe.build()
-            checkpoint = pipe.checkpoint() if checkpointing else None
-        except RuntimeError as e:  # a damaged or foreign entry: trace the pipeline instead
-            _log.warning("pipeline cache: entry %s could not be loaded (%s); rebuilding", key,
-                         str(e).splitlines()[0] if str(e) else type(e).__name__)
-            self.cache.discard(key)
-            return None
-        self.cache_hits += 1
         return pipe, checkpoint
 
     def _discard(self, built: _Built) -> None:

@@ -107,19 +107,21 @@ def read_labels(outputs: Any, chain: Chain, first: int, fed: Sequence[SampleLabe
     the matrices, shapes and flags of the chain's moves (``chain.after_run_kinds``): the exported
     Python step's own function moves ``fed`` (sample j: image j % len(fed)) through them,
     dropping boxes that keep less than ``min_kept`` (the render's: the source, and so the
-    pipeline, does not depend on it)."""
+    pipeline, does not depend on it). The engine calls it before reading the images: on the
+    GPU the boxes move while the device still works on the pixels."""
     assert chain.labels is not None
     names = chain.labels.graph_names
-    cols = [_host(outputs[first + k]) for k in range(len(names))]
-    if chain.labels.after_run:
+    if chain.labels.after_run:  # the moves' inputs are CPU outputs: no wait for the GPU yet
         n, batch = len(fed), len(outputs[0])
         inputs = [_host(outputs[k]) for k in range(first + len(names), len(outputs))]
         moved = _moved_chain_batch(min_kept, tuple(chain.after_run_kinds))(
             [fed[j % n].boxes for j in range(batch)],
             [fed[j % n].classes for j in range(batch)],
             [fed[j % n].keypoints for j in range(batch)], *inputs)
-        cols, kept_cols = [*moved[:3], *cols], moved[3:]
+        cols = [*moved[:3], *(_host(outputs[first + k]) for k in range(len(names)))]
+        kept_cols = moved[3:]
     else:
+        cols = [_host(outputs[first + k]) for k in range(len(names))]
         kept_cols = [_host(outputs[first + len(names) + k]) for k in range(len(chain.kept))]
     result = []
     for j in range(len(cols[0])):

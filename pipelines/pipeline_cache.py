@@ -20,6 +20,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CACHE_ENV = "DALI_GALLERY_CACHE"
 MAX_BYTES = 512 * 1024 * 1024
@@ -146,3 +147,30 @@ def _usable(folder: Path) -> Path | None:
         _log.warning("pipeline cache disabled: %s is not writable", folder)
         return None
     return folder
+
+
+def load_built(cache: PipelineCache, key: str, device: str,
+               num_threads: int) -> tuple[Any, bytes | None] | None:
+    """A pipeline of the cache, built with the preview's executor, and its checkpoint; None
+    when the cache lacks it (a damaged or foreign entry is discarded: traced again)."""
+    entry = cache.load(key)
+    if entry is None:
+        return None
+    from nvidia.dali import Pipeline
+
+    from .preview_pipeline import EXECUTOR
+
+    blob, checkpointing = entry
+    try:
+        pipe = Pipeline.deserialize(
+            serialized_pipeline=blob, device_id=0 if device == "gpu" else None,
+            num_threads=num_threads, prefetch_queue_depth=1,
+            enable_checkpointing=checkpointing, **EXECUTOR)
+        pipe.build()
+        checkpoint = pipe.checkpoint() if checkpointing else None
+    except RuntimeError as e:
+        _log.warning("pipeline cache: entry %s could not be loaded (%s); rebuilding", key,
+                     str(e).splitlines()[0] if str(e) else type(e).__name__)
+        cache.discard(key)
+        return None
+    return pipe, checkpoint

@@ -69,7 +69,7 @@ def test_uniform_values_span_the_range_and_are_the_engine_s_own_records(photo, e
     engine.set_arrays([thumbnail(photo)])
     own = []
     for k in range(3):
-        own += engine.render(preset, draws=100, advance=k > 0).records
+        own += engine.render(preset, draws=100, advance=k > 0, stream=True).records
     assert [(r.fired, r.values) for r in dist.records] == [(r.fired, r.values) for r in own]
     first = engine.render(preset, draws=100).records  # what the preview shows for the seed
     assert [r.values for r in dist.records[:100]] == [r.values for r in first]
