@@ -38,7 +38,7 @@ policies use (``catalog.AUTO_AUG_MODULES``)."""
 OWN_NAMES = frozenset({
     "pipeline_def", "do_not_convert", "signed_bin", "DataNode", "SEED", "HW_DECODER_LOAD",
     "IMAGE_EXTENSIONS",
-    "PRESET_JSON", "P", "FED", "FED_TYPES", "FED_NODES", "_checked", "augment", "finish",
+    "PRESET_JSON", "P", "FED", "FED_NODES", "_checked", "augment", "finish",
     "select", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "replay", "batch_arguments",

@@ -36,6 +36,7 @@ from .custom_budget import check_custom_time
 from .custom_probe import warm_gpu
 from .device import Device, resolve
 from .display import encode_tiles
+from .fed_values import feed
 from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
@@ -209,7 +210,8 @@ class PreviewEngine:
             self._reset.check_advance(built)
         try:
             self._reset.before_run(built, advance)
-            outputs = built.pipe.run(**feeds)
+            feed(built.pipe, feeds)
+            outputs = built.pipe.run()
             moved = None  # the labels first: their Python runs while the GPU works
             if labels is not None and chain_labels is not None:
                 moved = read_labels(outputs, built.chain, 1 + len(built.chain.records), labels,

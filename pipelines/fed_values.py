@@ -1,12 +1,15 @@
-"""The preview's run-time values fed as one vector per type, not one input per value.
+"""The preview's run-time values: one input per value, fed straight to DALI's backend.
 
-A preview pipeline takes every slider's value at run time (so a drag rebuilds nothing). Fed one
-``external_source`` each, a chain of six steps cost ten ``feed_input`` calls per render: about
-1 ms of Python on an H100 host, more than half the bare DALI run it feeds. Here every value
-of a type lies in one vector per sample (``fed_FLOAT``, ``fed_INT32``), and the generated
-module's ``P(name, dtype)`` is a slice of it: :data:`FED` in the module says where each name
-lies, :func:`pack` builds the vectors from the values by name (sweeps override some of them
-per sample first), and :func:`fed_nodes` makes the inputs while the pipeline is traced.
+A preview pipeline takes every slider's value at run time (so a drag rebuilds nothing). Fed
+through ``Pipeline.feed_input`` one ``external_source`` each, a chain of six steps cost ten
+calls per render: about 1 ms of Python on an H100 host. Packed into one vector per type and
+sliced in the graph instead, the ten slices cost DALI ~0.3 ms a render on an H200 (each is an
+operator the executor schedules), the largest part of what the engine added to a bare DALI run.
+Now each value is its own input again, and the engine hands DALI a ``TensorListCPU`` made once
+per document straight to the backend (:func:`feed`): ~5 us a value, and no operator in between.
+The generated module's ``P(name, dtype)`` is that input: :data:`FED` in the module lists the
+names, :func:`fed_nodes` makes the inputs while the pipeline is traced, :func:`tensors` makes
+what is fed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any, Protocol
 import numpy as np
 
 DTYPES = {"FLOAT": np.float32, "INT32": np.int32}
+PREFIX = "fed_"
+"""Input names: ``fed_<value name>`` (no value can take the images' or the labels' name)."""
 
 
 class FedValue(Protocol):
@@ -25,60 +30,59 @@ class FedValue(Protocol):
     width: int
 
 
-Layout = dict[str, tuple[str, int, int]]
-"""name -> (dtype, start, width); width 0 is a scalar, else a vector of that length."""
+Layout = dict[str, tuple[str, int]]
+"""name -> (dtype, width); width 0 is a scalar, else a vector of that length."""
 
 
 def layout(feeds: Sequence[FedValue]) -> Layout:
-    """Where each fed value lies in its type's vector, in the order the chain feeds them."""
-    ends = dict.fromkeys(DTYPES, 0)
-    out: Layout = {}
-    for f in feeds:
-        out[f.name] = (f.dtype, ends[f.dtype], f.width)
-        ends[f.dtype] += max(f.width, 1)
-    return out
-
-
-def widths(table: Layout) -> dict[str, int]:
-    """The length of each type's vector (types without values: none)."""
-    ends: dict[str, int] = {}
-    for dtype, start, width in table.values():
-        ends[dtype] = max(ends.get(dtype, 0), start + max(width, 1))
-    return ends
+    """Each fed value's type and width, in the order the chain feeds them."""
+    return {f.name: (f.dtype, f.width) for f in feeds}
 
 
 def module_source(table: Layout) -> str:
-    """The generated module's ``FED`` table (name: start, width), ``FED_TYPES`` and ``P``: a
-    fed value is a slice of its type's vector (:func:`fed_nodes` makes the vectors)."""
-    rows = "".join(f"    {name!r}: ({start}, {width}),\n"
-                   for name, (_, start, width) in table.items())
+    """The generated module's ``FED`` table (name: dtype, width) and ``P``: a fed value is an
+    input of its own (:func:`fed_nodes` makes them)."""
+    rows = "".join(f"    {name!r}: ({dtype!r}, {width}),\n"
+                   for name, (dtype, width) in table.items())
     return ((f"FED = {{\n{rows}}}" if rows else "FED = {}") + "\n"
-            + f"FED_TYPES = {tuple(widths(table))!r}\n"
             + "FED_NODES = {}\n\n\n"
             "def P(name, dtype):\n"
-            '    """A value fed by the preview at run time: a slice of the one vector fed per\n'
-            '    type (FED: where each name lies; width 0 is a scalar)."""\n'
-            "    start, width = FED[name]\n"
-            "    vector = FED_NODES[dtype]\n"
-            "    return vector[start] if width == 0 else vector[start : start + width]")
+            '    """A value fed by the preview at run time: an input of its own (FED: each\n'
+            '    name\'s type and width; width 0 is a scalar)."""\n'
+            "    return FED_NODES[name]")
 
 
 def fed_nodes(module: Any) -> None:
-    """Make the module's fed vectors (one ``external_source`` per type it uses) in the
-    pipeline being traced, for its ``P``."""
+    """Make the module's fed inputs (one ``external_source`` per value) in the pipeline being
+    traced, for its ``P``."""
     from nvidia.dali import fn, types
 
-    module.FED_NODES = {getattr(types, t): fn.external_source(name=f"fed_{t}",
-                                                              dtype=getattr(types, t))
-                        for t in module.FED_TYPES}
+    module.FED_NODES = {name: fn.external_source(name=PREFIX + name, dtype=getattr(types, t))
+                        for name, (t, _) in module.FED.items()}
 
 
-def pack(values: Mapping[str, np.ndarray], table: Layout, batch: int) -> dict[str, np.ndarray]:
-    """One (batch, width) array per type from the values by name (each (batch,) or
-    (batch, k))."""
-    out = {dtype: np.zeros((batch, width), DTYPES[dtype])
-           for dtype, width in widths(table).items()}
-    for name, (dtype, start, width) in table.items():
-        column = np.asarray(values[name], DTYPES[dtype]).reshape(batch, max(width, 1))
-        out[dtype][:, start:start + max(width, 1)] = column
-    return {f"fed_{dtype}": array for dtype, array in out.items()}
+def tensors(values: Mapping[str, np.ndarray], table: Layout, batch: int) -> dict[str, Any]:
+    """What :func:`feed` hands DALI for each value (each (batch,) or (batch, k) by name): a
+    ``TensorListCPU`` per input, made once and fed to every render of a document (DALI
+    copies what it is fed)."""
+    from nvidia.dali.tensors import TensorListCPU
+
+    out = {}
+    for name, (dtype, width) in table.items():
+        shape = (batch,) if width == 0 else (batch, width)
+        column = np.ascontiguousarray(np.asarray(values[name], DTYPES[dtype]).reshape(shape))
+        out[PREFIX + name] = TensorListCPU(column)
+    return out
+
+
+def feed(pipe: Any, inputs: Mapping[str, Any]) -> None:
+    """Feed a built pipeline: a ``TensorListCPU`` straight to the backend (what
+    ``Pipeline.feed_input`` ends with, without its ~20 us of Python a call), anything else
+    (the images, the labels) through ``feed_input``."""
+    from nvidia.dali.tensors import TensorListCPU
+
+    for name, data in inputs.items():
+        if isinstance(data, TensorListCPU):
+            pipe._pipe.SetExternalTLInput(name, data, 0, False)  # host data: no CUDA stream
+        else:
+            pipe.feed_input(name, data)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
-from .fed_values import fed_nodes, layout, pack
+from .fed_values import fed_nodes, layout, tensors
 from .generated_module import import_source
 from .label_code import LabelSet
 from .preset import Group, Preset, Step, Uniform
@@ -69,7 +69,7 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         # DALI can read them in place (a copy cost 0.13 ms a render of 8 x 256x256 on 2 cores)
         fed = fn.external_source(name="images", layout="HWC", dtype=types.UINT8, no_copy=True)
         images = fed.gpu() if device == "gpu" else fed
-        fed_nodes(module)  # the run-time values, one vector per type (pipelines.fed_values)
+        fed_nodes(module)  # the run-time values, an input each (pipelines.fed_values)
         # no annotated assignments here: autograph rewrites this function
         moved, kept = (), []
         # the first step's size from the host's batch, not from the images on the GPU
@@ -145,14 +145,14 @@ def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]
 
 
 def fed_arrays(preset: Preset, feeds: list[Feed], batch: int,
-               overrides: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """What a render feeds its fed vectors: :func:`feed_values` (``overrides`` in place, by
-    name) packed into one (batch, width) array per type. DALI copies what it is fed, so
-    the engine feeds the same arrays to every render of a document."""
+               overrides: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+    """What a render feeds its fed inputs: :func:`feed_values` (``overrides`` in place, by
+    name) as the tensors :func:`fed_values.feed` hands DALI. DALI copies what it is fed, so
+    the engine feeds the same tensors to every render of a document."""
     values = feed_values(preset, feeds, batch)
     for name, vals in (overrides or {}).items():
         values[name] = vals.astype(values[name].dtype)
-    return pack(values, layout(feeds), batch)
+    return tensors(values, layout(feeds), batch)
 
 
 def _group_feed(group: Group, f: Feed, batch: int) -> np.ndarray:
