@@ -8,7 +8,9 @@ JPEG 2000 ``ihdr`` box or SIZ marker (the formats DALI's ``readers.file`` filter
 not among them). It never decodes, and a file that would need more than
 :data:`MAX_HEADER_BYTES` bytes read, :data:`MAX_SEGMENTS` segments walked or
 :data:`MAX_HEADER_SECONDS` to tell its size raises :class:`HeaderLimitError`, which callers
-report as a problem (the file is not decoded).
+report as a problem (the file is not decoded). A TIFF layout DALI 2.4 decodes to garbage
+without an error (a grayscale image with an alpha channel) is refused here too
+(:attr:`HeaderSize.garbage`): its header is where it shows.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class HeaderSize:
     width: int
     height: int
     format: str
+    garbage: str | None = None
+    """Why DALI 2.4's decoder would make garbage of this image although it "succeeds" (None:
+    it decodes it right, as far as we know); such an image is refused like an oversized one."""
 
     @property
     def pixels(self) -> int:
@@ -156,13 +161,36 @@ def _tiff(r: _Reader, head: bytes) -> HeaderSize | None:
     for k in range(len(table) // entry_size):
         e = table[k * entry_size:(k + 1) * entry_size]
         tag, kind = _u(e, 0, 2, order), _u(e, 2, 2, order)
-        if tag in (256, 257):
+        if tag in _TIFF_TAGS:
             width = {3: 2, 4: 4, 16: 8}.get(kind)  # SHORT, LONG, LONG8
             if width is None:
                 return None
-            found[tag] = _u(e, value_at, width, order)
+            if _u(e, 4, 8 if big else 4, order) * width > entry_size - value_at:
+                first = r.at(_u(e, value_at, entry_size - value_at, order), width)  # an offset
+            else:
+                first = e[value_at:value_at + width]
+            found[tag] = _u(first, 0, width, order)
     if 256 in found and 257 in found:
-        return HeaderSize(found[256], found[257], "TIFF")
+        return HeaderSize(found[256], found[257], "TIFF", _tiff_garbage(found))
+    return None
+
+
+_TIFF_TAGS = frozenset({256, 257, 258, 262, 277, 284})
+"""ImageWidth, ImageLength, BitsPerSample (the first sample's), PhotometricInterpretation,
+SamplesPerPixel, PlanarConfiguration."""
+
+
+def _tiff_garbage(tags: dict[int, int]) -> str | None:
+    """The TIFF layouts DALI 2.4's CPU decoder (nvImageCodec 0.9, libtiff) turns into garbage
+    without an error, found by decoding each one: the samples are read as if they were
+    interleaved RGB (and an 8-bit one reads past each row, different on every run)."""
+    samples, bits = tags.get(277, 1), tags.get(258, 1)
+    if tags.get(262) in (0, 1) and samples > 1:
+        return (f"a grayscale TIFF with {samples} samples per pixel (an alpha or extra channel) "
+                "decodes to garbage in DALI 2.4; save it as plain grayscale, RGB or RGBA")
+    if tags.get(284) == 2 and samples > 1 and bits > 8:
+        return (f"a {bits}-bit TIFF with separate colour planes (PlanarConfiguration 2) decodes "
+                "to garbage in DALI 2.4; save it with contiguous (interleaved) samples")
     return None
 
 
@@ -279,12 +307,13 @@ class SizeCheck:
 
 def check_size(source: bytes | BinaryIO, limit: int) -> SizeCheck:
     """Reads the size from ``source``'s header (bytes, or a seekable binary file) and refuses
-    an image over ``limit`` pixels or whose header is too costly to read. The one size check
-    the preview and ``check-images`` share, run before any decode."""
+    an image over ``limit`` pixels, whose header is too costly to read, or that DALI would
+    decode to garbage (:attr:`HeaderSize.garbage`). The one size check the preview and
+    ``check-images`` share, run before any decode."""
     try:
         size = header_size(source) if isinstance(source, bytes) else read_size(source)
     except HeaderLimitError as err:
         return SizeCheck(None, f"its size cannot be checked before decoding ({err})")
     if size is not None and size.pixels > limit:
         return SizeCheck(size, pixel_limit_reason(size.width, size.height, limit))
-    return SizeCheck(size, None)
+    return SizeCheck(size, size.garbage if size is not None else None)
