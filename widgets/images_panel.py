@@ -43,7 +43,9 @@ UPLOAD_LIMIT = 20 * 2**20
 MAX_UPLOADS = 64
 MAX_LISTED = 500
 """Files of a folder offered in the file list (spread over its class folders)."""
-ACCEPT = ",".join(sorted(SUPPORTED_EXTENSIONS - {".bmp"}))
+ACCEPT = ",".join(sorted(SUPPORTED_EXTENSIONS))
+"""The upload dialog's file types: every type the preview decodes (BMP too, as the README
+says; browsers match them case-insensitively)."""
 
 
 def upload_items(value: Sequence[dict[str, Any]],

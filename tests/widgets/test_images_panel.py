@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
+from dali_gallery.pipelines.image_files import SUPPORTED_EXTENSIONS
 from dali_gallery.widgets.images_panel import (
+    ACCEPT,
     UPLOAD_LIMIT,
     list_folders,
     resolve_folder,
@@ -139,6 +143,18 @@ def test_an_upload_with_no_usable_file_keeps_the_previous_images(builder):
     settle(builder)
     assert builder.engine.names == names
     assert "previous images are kept" in builder.images_panel.summary.value
+
+
+def test_the_upload_dialog_offers_every_type_the_preview_reads(builder):
+    """The dialog's filter left BMP out (ACCEPT less .bmp): a user's BMP, which the preview
+    decodes and the README lists, could not be picked."""
+    assert set(ACCEPT.split(",")) == SUPPORTED_EXTENSIONS
+    assert builder.images_panel.upload.accept == ACCEPT
+    buf = io.BytesIO()
+    Image.open(SAMPLE_FILES[0]).convert("RGB").resize((40, 30)).save(buf, "BMP")
+    browser_upload(builder.images_panel.upload, upload("scan.BMP", buf.getvalue()))
+    settle(builder)
+    assert builder.engine.names == ["scan.BMP"] and builder.image_problems == []
 
 
 def test_upload_limits():
