@@ -10,10 +10,9 @@ runs into the node budget instead of the memory.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-from .source import MAX_DEPTH, MAX_ITEMS, MAX_NODES, MAX_NUMBER, MAX_STRING, Call, Parsed
+from .source import MAX_DEPTH, MAX_ITEMS, MAX_NODES, MAX_STRING, Call, Parsed, number_problem
 
 MAX_SERIALIZED = 256_000
 """Characters of a saved pipeline (to_dict output is verbose: ~400 characters a transform)."""
@@ -54,7 +53,8 @@ def parse_serialized(text: str) -> Parsed:
 
         try:
             data = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as e:
+        except (yaml.YAMLError, RecursionError, ValueError) as e:  # ValueError: an integer of
+            # more than 4300 digits, which Python's int() refuses
             raise SerializedRefused(f"not valid YAML ({_short(e)})") from e
         kind = "YAML"
     if not isinstance(data, dict):
@@ -100,9 +100,9 @@ class _Walker:
         if v is None or isinstance(v, bool):
             return v
         if isinstance(v, (int, float)):
-            if not math.isfinite(v) or abs(v) > MAX_NUMBER:
-                raise SerializedRefused(f"{where}: the number {v!r:.30} is outside "
-                                        f"+-{MAX_NUMBER:g}")
+            why = number_problem(v)
+            if why:
+                raise SerializedRefused(f"{where}: {why}")
             return v
         if isinstance(v, str):
             if len(v) > MAX_STRING:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import ast
 import builtins
 import math
-from dataclasses import dataclass, field
 from typing import Any
+
+from .source_types import Call, Opaque, Parsed, Symbol
 
 MAX_SOURCE = 64_000
 """Characters of pasted source (a long pipeline is ~3 KB)."""
@@ -57,6 +58,10 @@ INTERPOLATION_MODES = ("NEAREST", "NEAREST_EXACT", "BILINEAR", "BICUBIC", "BOX",
 AUTOAUGMENT_POLICIES = ("IMAGENET", "CIFAR10", "SVHN")
 
 
+__all__ = ["Call", "Opaque", "Parsed", "SourceRefused", "Symbol", "number_problem",
+           "parse_source"]
+
+
 class SourceRefused(ValueError):
     """The input cannot be read safely; nothing of it was run."""
 
@@ -68,49 +73,6 @@ class SourceRefused(ValueError):
         super().__init__(where + message)
 
 
-@dataclass(frozen=True)
-class Symbol:
-    """A library constant named in the source (``InterpolationMode.BILINEAR``, ``cv2.INTER_AREA``,
-    ``torch.float32``): its dotted path and its plain value."""
-
-    path: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """Code that would have to run to mean anything (a lambda); kept as text, never evaluated."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Call:
-    """One transform (or container) call as written, with literal arguments."""
-
-    library: str  # "torchvision", "albumentations" or "custom"
-    module: str  # where the name resolved, e.g. "torchvision.transforms.v2"
-    name: str  # the class name, e.g. "RandomRotation"
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    line: int = 0
-    col: int = 0
-    text: str = ""
-
-    @property
-    def where(self) -> str:
-        return f"line {self.line}" if self.line else "the pipeline"
-
-
-@dataclass
-class Parsed:
-    """The pipeline found in the input, and what else was seen."""
-
-    root: Call | list[Any]
-    target: str
-    notes: list[str] = field(default_factory=list)
-
-
 def parse_source(text: str) -> Parsed:
     """The transform pipeline of a Python snippet; SourceRefused says why not."""
     if len(text) > MAX_SOURCE:
@@ -118,6 +80,9 @@ def parse_source(text: str) -> Parsed:
                             "read (paste only the transform pipeline)")
     try:
         tree = ast.parse(text)
+    except UnicodeEncodeError as e:  # a lone surrogate (half of a character pair)
+        raise SourceRefused(f"character {e.start} is {text[e.start]!r}, a lone surrogate (half "
+                            "of a character pair); allowed: Unicode text") from None
     except SyntaxError as e:
         raise SourceRefused(f"not valid Python: {e.msg}", e.lineno, (e.offset or 1) - 1) from e
     except (MemoryError, RecursionError, ValueError) as e:
@@ -242,6 +207,12 @@ class _Reader:
                 isinstance(b, int) and not isinstance(b, bool):  # [0.5] * 3
             if not 0 <= len(a) * b <= MAX_ITEMS:
                 raise _refuse(node, f"a repeated list of {len(a) * b} items; at most {MAX_ITEMS}")
+            if b > 1:  # each copy is read again: it counts against the node budget
+                self.nodes += expanded_size(a, MAX_NODES) * (b - 1)
+                if self.nodes > MAX_NODES:
+                    raise _refuse(node, f"a repeated list makes the pipeline more than "
+                                  f"{MAX_NODES} values (each repeated item counts, with "
+                                  "what it holds)")
             return a * b
         if not (_is_number(a) and _is_number(b)):
             raise _refuse(node, "arithmetic applies to numbers only")
@@ -344,14 +315,44 @@ def _constant(node: ast.Constant) -> Any:
     if v is None or isinstance(v, bool):
         return v
     if isinstance(v, (int, float)):
-        if not math.isfinite(v) or abs(v) > MAX_NUMBER:
-            raise _refuse(node, f"the number {v!r:.30} is outside +-{MAX_NUMBER:g}")
+        why = number_problem(v)
+        if why:
+            raise _refuse(node, why)
         return v
     if isinstance(v, str):
         if len(v) > MAX_STRING:
             raise _refuse(node, f"a string of {len(v)} characters; at most {MAX_STRING}")
         return v
     raise _refuse(node, f"a {type(v).__name__} literal is not read")
+
+
+def number_problem(v: int | float) -> str | None:
+    """Why a numeric literal is refused, or None. Integers are compared exactly: ``float()``
+    of a 400-digit integer overflows, and ``repr`` refuses beyond 4300 digits."""
+    if isinstance(v, int) and abs(v) > MAX_NUMBER:
+        shown = f"the number {v!r:.30}" if v.bit_length() < 100 else \
+            f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
+        return f"{shown} is outside +-{MAX_NUMBER:g}"
+    if isinstance(v, float) and not (math.isfinite(v) and abs(v) <= MAX_NUMBER):
+        return f"the number {v!r:.30} is outside +-{MAX_NUMBER:g}"
+    return None
+
+
+def expanded_size(value: Any, limit: int) -> int:
+    """How many values ``value`` holds, itself and everything inside (a call's arguments
+    too), counted up to just past ``limit``; walked without recursion."""
+    count, stack = 0, [value]
+    while stack and count <= limit:
+        v = stack.pop()
+        count += 1
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, Call):
+            stack.extend(v.args)
+            stack.extend(v.kwargs.values())
+    return count
 
 
 def _is_number(v: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 
 import pytest
@@ -212,3 +213,71 @@ def test_refusals_are_one_exception_family():
     with pytest.raises(ImportRefused):
         import_pipeline("}{")
     assert sys.getrecursionlimit() > 0  # the reader raised, the interpreter is fine
+
+
+# ---- budgets that hold for every spelling of a number and every repetition ---------------------
+
+_ROTATE = "import torchvision.transforms as T\nt = T.Compose([T.RandomRotation({})])"
+
+
+@pytest.mark.parametrize(("literal", "needle"), [
+    ("9" * 400, r"an integer of about 40\d digits is outside"),  # float() of it overflowed
+    ("0x" + "f" * 20_000, r"an integer of about 2408\d digits is outside"),  # no 4300-digit cap
+    ("-" + "9" * 400, r"an integer of about 40\d digits is outside"),
+    ("10000000000", r"the number 10000000000 is outside"),
+], ids=["400 digits", "hex", "negative", "11 digits"])
+def test_a_huge_integer_literal_is_refused_by_its_size(literal, needle):
+    with pytest.raises(SourceRefused) as e:
+        import_pipeline(_ROTATE.format(literal))
+    assert re.search(needle, str(e.value)) and str(e.value).startswith("line 2, column")
+
+
+@pytest.mark.parametrize("text", [
+    '{"transform": {"__class_fullname__": "Compose", "transforms": [{"__class_fullname__": '
+    '"Rotate", "limit": %s, "p": 1}]}}' % ("9" * 400),
+    "transform:\n  __class_fullname__: Compose\n  transforms:\n  - __class_fullname__: "
+    "Rotate\n    limit: %s\n" % ("9" * 400),
+    "transform:\n  __class_fullname__: Compose\n  transforms:\n  - __class_fullname__: "
+    "Rotate\n    limit: %s\n" % ("0b" + "1" * 20_000),
+], ids=["json", "yaml", "yaml binary"])
+def test_a_saved_pipeline_with_a_huge_integer_is_refused_where_it_is(text):
+    with pytest.raises(SerializedRefused, match=r"\(Rotate\)\.limit: an integer of about \d+ "
+                                                r"digits is outside"):
+        import_pipeline(text, kind="serialized")
+
+
+def test_a_yaml_integer_python_cannot_convert_is_refused_as_yaml():
+    text = ("transform:\n  __class_fullname__: Compose\n  transforms:\n  - __class_fullname__: "
+            "Rotate\n    limit: %s\n" % ("9" * 5000))  # int() raises ValueError past 4300 digits
+    with pytest.raises(SerializedRefused, match="not valid YAML"):
+        import_pipeline(text, kind="serialized")
+
+
+@pytest.mark.parametrize("text", [
+    # 256 ** 3 transforms from a few hundred characters: the import ran for minutes
+    "T.Compose([T.RandomApply([T.RandomApply([T.RandomHorizontalFlip()] * 256)] * 256)] * 256)",
+    "A.Compose([A.OneOf([A.OneOf([A.HorizontalFlip()] * 256)] * 256)] * 256)",
+    # a Normalize of 256 ** 3 numbers: seconds of conversion
+    "T.Compose([T.Normalize(mean=[[[0.5] * 256] * 256] * 256, std=[0.2] * 3)])",
+], ids=["torchvision", "albumentations", "numbers"])
+def test_a_repeated_list_counts_every_copy_against_the_node_budget(text):
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(SourceRefused, match="repeated list makes the pipeline more than 5000"):
+        import_pipeline(text)
+    assert time.monotonic() - start < 1.0
+
+
+def test_a_short_repeated_list_still_reads():
+    parsed = parse_source("T.Compose([T.Normalize([0.5] * 3, [0.25] * 3), "
+                          "T.RandomChoice([T.RandomHorizontalFlip()] * 2)])")
+    normalize, choice = parsed.root.args[0]
+    assert normalize.args == ([0.5] * 3, [0.25] * 3)
+    assert len(choice.args[0]) == 2
+
+
+def test_a_lone_surrogate_is_named_not_called_deep_nesting():
+    with pytest.raises(SourceRefused) as e:
+        import_pipeline("T.Compose([T.RandomRotation(5, fill='\ud800')])")
+    assert "lone surrogate" in str(e.value) and "nested" not in str(e.value)
