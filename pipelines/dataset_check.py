@@ -37,6 +37,8 @@ from .dali_errors import (
 from .image_collect import ImageProblem
 from .image_decode import peek_shapes
 from .image_files import (
+    DALI_FILE_FILTERS,
+    IMAGE_EXTENSIONS,
     SUPPORTED_EXTENSIONS,
     byte_key,
     is_utf8,
@@ -49,6 +51,10 @@ from .image_headers import check_size, pixel_limit_reason
 MAX_PEEK_BYTES = 64 * 2**20
 """Files whose header our reader does not know are read whole for ``fn.peek_image_shape`` up
 to this size; larger ones are left to the decoder."""
+
+
+DALI_IMAGE_TYPES = tuple(s for s in DALI_FILE_FILTERS if s not in (".flac", ".ogg", ".wav"))
+"""The image types among ``readers.file``'s default filters."""
 
 
 class DatasetRootError(Exception):
@@ -222,7 +228,8 @@ def check_dataset(
     (:func:`readable`): files that cannot be read or decoded, JPEGs that decode to garbage,
     images over the pixel limit, links to non-files (checked in Python first: a link to a FIFO
     would hang the reader), entries that break the reader's folder scan, and images the reader
-    silently ignores (directly in ``root`` or in folders nested inside class folders). A reader
+    silently ignores (directly in ``root``, in folders nested inside class folders, or of an
+    image type it does not read: :data:`~.image_files.UNREAD_IMAGE_TYPES`). A reader
     error leaves the pipeline unusable and is raised ahead of its sample (the reader reads
     ahead), so the pipeline is rebuilt with a list of the files not yet checked. Raises
     :class:`DatasetRootError` when ``root`` cannot be checked at all.
@@ -253,6 +260,9 @@ def check_dataset(
             if scan.top_level
             else ""
         )
+        if scan.loose_unread_types:
+            hint += (f" It has {len(scan.loose_unread_types)} image files of a type the "
+                     f"exported pipeline does not read ({_types(scan.loose_unread_types)}).")
         raise DatasetRootError(
             f"{shown} has no images where DALI's readers.file looks for them: it reads files "
             "inside class subfolders (ROOT/<class>/<image>.jpg) and uses the subfolder as the "
@@ -264,6 +274,8 @@ def check_dataset(
     for rel in scan.nested:
         problems.append(ImageProblem(readable(rel) + "/", "folder inside a class folder: "
                                      "readers.file ignores the images in it"))
+    for rel in scan.loose_unread_types if flat else scan.unread_types:
+        problems.append(ImageProblem(readable(rel), _unread_type_reason(rel, flat)))
 
     found = _read_all(root, files, scan.blocking, flat, max_pixels, num_threads)
     order = {rel: i for i, rel in enumerate(files)}
@@ -272,6 +284,18 @@ def check_dataset(
         for rel in sorted(found, key=lambda r: order.get(r, -1))
     )
     return len(files), problems
+
+
+def _types(rels: list[str]) -> str:
+    return ", ".join(sorted({os.path.splitext(r)[1].lower() for r in rels}))
+
+
+def _unread_type_reason(rel: str, flat: bool) -> str:
+    """Why a file of an image type the exported pipeline does not read is left out."""
+    kinds = ", ".join(s.lstrip(".") for s in (IMAGE_EXTENSIONS if flat else DALI_IMAGE_TYPES))
+    reader = "the exported pipeline reads a flat folder's" if flat else "readers.file reads"
+    return (f"not read: a {_types([rel])} file, and {reader} {kinds} files only, so training "
+            "leaves it out (convert it to one of those)")
 
 
 def _read_all(root: Path, files: list[str], blocking: list[tuple[str, str]], flat: bool,

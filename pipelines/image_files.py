@@ -30,6 +30,19 @@ DALI_FILE_FILTERS: tuple[str, ...] = (
 fact about DALI, which reads more types than the preview accepts."""
 
 
+UNREAD_IMAGE_TYPES: tuple[str, ...] = (
+    ".gif", ".jfif", ".jpe", ".jif", ".heic", ".heif", ".avif", ".jxl", ".ico", ".tga", ".psd",
+    ".svg",
+)
+"""Image file types that neither ``readers.file``'s filters nor the preview take: a training
+folder's files of these types are left out of training, so they are reported, never skipped
+in silence (not a complete list of image formats: the common ones people have)."""
+
+_LOOSE_UNREAD = UNREAD_IMAGE_TYPES + (".pnm", ".ppm", ".pgm", ".pbm", ".jp2")
+"""Image types beside the class folders, or in a flat folder, that the exported module's flat
+file list (:data:`IMAGE_EXTENSIONS`) leaves out."""
+
+
 def readable(name: str) -> str:
     """``name`` as text any terminal, JSON message or page can show, one line.
 
@@ -75,6 +88,11 @@ class FolderScan:
     """Folders inside class folders holding image files: the reader does not descend into them."""
     blocking: list[tuple[str, str]] = field(default_factory=list)
     """(entry, reason) for entries that make the reader fail when it is built."""
+    unread_types: list[str] = field(default_factory=list)
+    """Image files in class folders of a type the reader leaves out (:data:`UNREAD_IMAGE_TYPES`),
+    in its order."""
+    loose_unread_types: list[str] = field(default_factory=list)
+    """Image files directly in the folder of a type a flat folder's file list leaves out."""
 
 
 def byte_key(name: str) -> bytes:
@@ -137,6 +155,8 @@ def scan_folder(folder: str | Path) -> FolderScan:
             classes.append(entry.name)
         elif _is_listed_file(entry) and matches(entry.name, SUPPORTED_EXTENSIONS):
             scan.top_level.append(entry.name)
+        elif _is_listed_file(entry) and matches(entry.name, _LOOSE_UNREAD):
+            scan.loose_unread_types.append(entry.name)
     for cls in classes:
         try:
             with os.scandir(root / cls) as it:
@@ -148,6 +168,8 @@ def scan_folder(folder: str | Path) -> FolderScan:
             if _is_listed_file(entry):
                 if matches(entry.name, DALI_FILE_FILTERS):
                     scan.files.append(f"{cls}/{entry.name}")
+                elif matches(entry.name, UNREAD_IMAGE_TYPES):
+                    scan.unread_types.append(f"{cls}/{entry.name}")
             elif entry.is_dir(follow_symlinks=False) and _has_images(Path(entry.path)):
                 scan.nested.append(f"{cls}/{entry.name}")
     return scan

@@ -18,7 +18,7 @@ from typing import Any
 
 from dali_gallery.pipelines.image_collect import FolderSelection, ImageProblem, within_root
 from dali_gallery.pipelines.image_files import class_of, image_listing, scan_folder, spread
-from dali_gallery.pipelines.shards import training_files
+from dali_gallery.pipelines.shards import flat_folder_files, training_files
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "gallery" / "samples"
 """The bundled sample images (package data next to this package; read, not imported)."""
@@ -45,6 +45,9 @@ class FolderListing:
     classes: int
     loose: int
     reader: tuple[str, ...]
+    unread_types: int = 0
+    """Image files of a type neither the preview nor the exported pipeline reads (a ``.gif``):
+    training leaves them out, so :meth:`describe` counts them."""
 
     @classmethod
     def of(cls, folder: Path, root: Path | None = None) -> FolderListing:
@@ -52,14 +55,18 @@ class FolderListing:
         root), the files of a class folder that resolves outside it (a symlink) are not
         listed: their names would show the page what lies outside. (A file's own link is
         listed by its name inside the root, and refused with a problem when read.)"""
-        files = image_listing(scan_folder(folder))
+        scan = scan_folder(folder)
+        files = image_listing(scan)
         if root is not None:
             parents = {os.path.dirname(f) for f in files}
             outside = {p for p in parents if p and not within_root(Path(folder) / p, root)}
             files = [f for f in files if os.path.dirname(f) not in outside]
         names = {class_of(r) for r in files}
+        reader = training_files(folder)
+        flat = flat_folder_files(folder) is not None
         return cls(Path(folder), tuple(files), tuple(spread(files)), len(names - {""}),
-                   sum(1 for r in files if not class_of(r)), tuple(training_files(folder)))
+                   sum(1 for r in files if not class_of(r)), tuple(reader),
+                   len(scan.loose_unread_types if flat else scan.unread_types))
 
     def pick(self, n: int) -> FolderSelection:
         """The first ``n`` images in round-robin order (so that fewer rows still show every
@@ -93,6 +100,10 @@ class FolderListing:
         if self.unshown:
             text += (f"; {self.unshown} file{'s' if self.unshown != 1 else ''} it reads "
                      "cannot be previewed (a type the preview does not read)")
+        if self.unread_types:
+            text += (f"; {self.unread_types} image file{'s' if self.unread_types != 1 else ''} "
+                     "of a type neither the preview nor the exported pipeline reads (e.g. "
+                     ".gif): training leaves them out")
         return text
 
 

@@ -230,3 +230,30 @@ def test_a_size_our_header_reader_cannot_tell_is_asked_of_dali(
     _, problems = check_dataset(root)
     assert [(p.name, p.reason) for p in problems] == [
         ("bombs/bomb.png", "too large (30000x30000, 900 MP; the limit is 160 MP), not decoded")]
+
+
+def test_image_files_of_a_type_the_reader_leaves_out_are_reported(tmp_path: Path) -> None:
+    """A .gif or .jfif beside the JPEGs was not checked, not counted and not said: check-images
+    reported a clean folder that trained without them."""
+    good = _jpeg(_pattern(20, 10))
+    for rel in ["cls/a.jpg", "cls/b.GIF", "cls/c.jfif", "cls/d.ppm", "cls/notes.txt"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(good)
+    checked, problems = check_dataset(tmp_path)
+    assert checked == 2  # a.jpg and d.ppm: readers.file reads both
+    assert [p.name for p in problems] == ["cls/b.GIF", "cls/c.jfif"]
+    assert problems[0].reason.startswith("not read: a .gif file, and readers.file reads jpg, "
+                                         "jpeg, png, bmp, tif, tiff, pnm, ppm, pgm, pbm, jp2, "
+                                         "webp files only")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for name in ["a.jpg", "b.gif", "c.ppm"]:
+        (flat / name).write_bytes(good)
+    checked, problems = check_dataset(flat)
+    assert checked == 1 and [p.name for p in problems] == ["b.gif", "c.ppm"]
+    assert "the exported pipeline reads a flat folder's jpg, jpeg, png, bmp, tif, tiff, webp " \
+           "files only" in problems[1].reason
+    (flat / "a.jpg").unlink()
+    with pytest.raises(DatasetRootError, match=r"2 image files of a type the exported "
+                                               r"pipeline does not read \(.gif, .ppm\)"):
+        check_dataset(flat)

@@ -50,3 +50,16 @@ def test_a_flat_folder_is_the_same_set_both_ways(tmp_path):
     listing = FolderListing.of(_files(tmp_path, ["b.png", "a.jpg", "notes.txt"]))
     assert listing.files == listing.reader == ("a.jpg", "b.png")
     assert listing.describe() == "2 images" and listing.is_prefix(["a.jpg", "b.png"])
+
+
+def test_image_files_of_a_type_nothing_reads_are_counted_not_silent(tmp_path):
+    """A .gif or .JFIF among the images was in no count: the folder said '2 images' and
+    training silently left them out (a flat folder's .ppm too, which its file list skips)."""
+    flat = FolderListing.of(_files(tmp_path / "flat", ["a.jpg", "b.gif", "c.JFIF", "d.ppm",
+                                                       "notes.txt"]))
+    assert flat.files == flat.reader == ("a.jpg",) and flat.unread_types == 3
+    assert flat.describe() == ("1 image; 3 image files of a type neither the preview nor the "
+                               "exported pipeline reads (e.g. .gif): training leaves them out")
+    classes = FolderListing.of(_files(tmp_path / "cls", ["a/x.jpg", "a/y.gif", "b/z.ppm",
+                                                         "b/w.heic"]))
+    assert classes.unread_types == 2  # the .ppm is read by readers.file
