@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ..catalog import CATALOG, Catalog
 from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, Preset, PresetError, load
+from ..preset_output import validate_output
 from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
 from .containers import GroupMode, group_mode, strict_of, transforms_of
 from .rules import Args, Context, Conversion, Refused, Rule, Verdict, fmt, number
@@ -104,8 +105,7 @@ class Converter:
         self.notes = list(parsed.notes)
         self.libraries: set[str] = set()
         self.nested_tail: dict[str, Any] = {}
-        self.strict = False
-        """The top level is an Albumentations Compose(strict=True)."""
+        self.strict = False  # the top level is an Albumentations Compose(strict=True)
 
     def run(self) -> ImportResult:
         entries = self._top_level(self.parsed.root)
@@ -117,6 +117,8 @@ class Converter:
         for k, (item, conv, built) in enumerate(converted):
             if item is not None and conv is not None and conv.tail is not None and (
                     k in in_tail or not conv.steps):
+                if self._tail_refused(item, {**self.nested_tail, **tail, **conv.tail}):
+                    continue
                 tail.update(conv.tail)
                 item.tail = sorted(conv.tail)
                 if item.status == "imported":
@@ -197,6 +199,8 @@ class Converter:
         try:  # RandomChoice's p are its weights: it fires always
             p = 1.0 if args.get("p") is None or e.name == "RandomChoice" else \
                 number(args["p"], "p")
+            if not 0 <= p <= 1:  # as a transform's own p is refused (rules.step)
+                raise Refused(f"p={p:g} is not a probability (expected [0, 1])")
             how = group_mode(e, args, children)
         except Refused as r:
             return self._refused(e, rule, r), None, []
@@ -313,6 +317,8 @@ class Converter:
                 item.inside = item.inside or label
                 first = first or item
                 if conv is not None and conv.tail is not None and not conv.steps:
+                    if self._tail_refused(item, {**self.nested_tail, **conv.tail}):
+                        continue
                     self.nested_tail.update(conv.tail)
                     item.tail, item.status = sorted(conv.tail), "tail"
                     item.notes.append("inside a container: the output tail applies it to "
@@ -340,6 +346,16 @@ class Converter:
         return problems
 
     # ---- the output tail ----------------------------------------------------------------------
+
+    def _tail_refused(self, item: Imported, tail: dict[str, Any]) -> bool:
+        """Whether ``tail`` (with ``item``'s part) is one the preset refuses (Normalize std 0,
+        a CenterCrop over the Resize): then ``item`` alone is not imported, saying why."""
+        problems: list[str] = []
+        validate_output(self._preset_dict([], tail, "")["output"], problems)
+        if problems:
+            item.status, item.tail, item.steps = "not imported", [], []
+            item.verdict = Verdict("unsupported", reason="; ".join(problems))
+        return bool(problems)
 
     def _tail_position(self, converted: list[Entry]) -> set[int]:
         """Indices of the top-level entries that end the pipeline and have a tail form, in the

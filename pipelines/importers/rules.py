@@ -248,6 +248,9 @@ def single_fill(fill: Any, what: str = "fill") -> float:
     if fill is None:
         return 0.0
     if isinstance(fill, (list, tuple)):
+        if not fill:
+            raise Refused(f"{what} {_show(fill)} holds no value; expected one grey level (or "
+                          "one per channel, all equal)", nearest=f"{what}=0")
         values = {number(v, what) for v in fill}
         if len(values) != 1:
             raise Refused(f"{what} {_show(fill)} differs per channel; the catalog's fill is one "

@@ -191,11 +191,21 @@ def erasing_sides(scale: tuple[float, float], ratio: tuple[float, float]) -> tup
     return (min(h), max(h)), (min(w), max(w))
 
 
+def _pair_text(pair: tuple[float, float]) -> str:
+    return f"({fmt(pair[0])}, {fmt(pair[1])})"
+
+
 def _erasing_convert(a: Args, c: Context) -> Conversion:
     if isinstance(a["value"], str):
         raise Refused(f"value={a['value']!r}: DALI's erase fills with a constant",
                       nearest="value=0")
     scale, ratio = pair(a["scale"], "scale"), pair(a["ratio"], "ratio")
+    if scale[0] < 0 or scale[1] > 1:  # torchvision raises on these
+        raise Refused(f"scale {_pair_text(scale)} is not allowed; torchvision takes areas "
+                      "between 0 and 1", nearest="scale=(0.02, 0.33)")
+    if not ratio[0] > 0:  # torchvision draws log(ratio): 0 is -inf, a negative ratio NaN
+        raise Refused(f"ratio {_pair_text(ratio)} is not allowed; aspect ratios are above 0",
+                      nearest="ratio=(0.3, 3.3)")
     (hlo, hhi), (wlo, whi) = erasing_sides(scale, ratio)
     fill = _fill_level(a["value"], c, "value")
     conv = Conversion([step("erase", _p(a), center_x={"uniform": [0.0, 1.0]},

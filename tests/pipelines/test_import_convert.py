@@ -276,3 +276,55 @@ def test_a_fill_after_normalize_that_differs_per_channel_is_refused_not_averaged
     assert nearest.preset.steps[0].params["fill_value"] == pytest.approx(114, abs=1e-3)
     rotate = import_pipeline(source.replace("T.RandomErasing(p=1{})", "T.RandomRotation(10)"))
     assert "fill=0 after Normalize is grey levels" in rotate.transforms[2].verdict.reason
+
+
+# ---- a transform whose values the preset refuses is not imported alone ------------------------
+
+TV = "import torchvision.transforms as T\nt = T.Compose([T.RandomHorizontalFlip(), {}])"
+AL = "import albumentations as A\nt = A.Compose([A.HorizontalFlip(), {}])"
+
+
+@pytest.mark.parametrize(("text", "name", "needle"), [
+    # each of these refused the whole import with the output tail's PresetError
+    (TV.format("T.ToTensor(), T.Normalize([0.5, 0.5], [0.2, 0.2])"), "Normalize",
+     "mean [0.5, 0.5] is not allowed; expected 1 or 3"),
+    (TV.format("T.ToTensor(), T.Normalize([0.5] * 3, [0, 0, 0])"), "Normalize",
+     "std [0.0, 0.0, 0.0] is not allowed"),
+    (TV.format("T.Resize(256), T.CenterCrop(300)"), "CenterCrop",
+     "crop [300, 300] is not allowed with resize_shorter 256"),
+    (AL.format("A.Normalize(std=1e-300)"), "Normalize", "beyond the float32 maximum"),
+    (TV.format("T.RandomApply([T.ToTensor(), T.Normalize([0.5] * 3, [-1] * 3)], p=1)"),
+     "Normalize", "std [-1.0, -1.0, -1.0] is not allowed"),
+    # a container's p outside [0, 1] reached the preset as the group's probability
+    (TV.format("T.RandomApply([T.RandomVerticalFlip(), T.ColorJitter(0.2)], p=3)"),
+     "RandomApply", "p=3 is not a probability (expected [0, 1])"),
+    (AL.format("A.OneOf([A.VerticalFlip(), A.Blur()], p=-1)"), "OneOf",
+     "p=-1 is not a probability (expected [0, 1])"),
+], ids=["normalize 2 values", "std 0", "crop over resize", "float32 overflow",
+        "nested normalize", "RandomApply p=3", "OneOf p=-1"])
+def test_a_transform_the_preset_refuses_is_not_imported_and_the_rest_imports(text, name,
+                                                                            needle):
+    result = import_pipeline(text)
+    refused = [t for t in result.transforms if t.call.name == name]
+    assert refused and refused[0].status == "not imported", [t.status for t in refused]
+    assert needle in refused[0].verdict.reason, refused[0].verdict.reason
+    assert refused[0].steps == [] and refused[0].tail == []
+    first = result.transforms[0]
+    assert first.status == "imported" and result.preset.steps[0].op == "flip"
+    assert load(result.preset.to_dict()).to_dict() == result.preset.to_dict()
+
+
+@pytest.mark.parametrize(("text", "name", "needle"), [
+    # ZeroDivisionError / math domain error from the box sides
+    (TV.format("T.RandomErasing(ratio=(0, 1))"), "RandomErasing",
+     "ratio (0, 1) is not allowed; aspect ratios are above 0"),
+    (TV.format("T.RandomErasing(ratio=(-1, 0.5))"), "RandomErasing",
+     "ratio (-1, 0.5) is not allowed"),
+    (TV.format("T.RandomErasing(scale=(-1, 0.5))"), "RandomErasing",
+     "scale (-1, 0.5) is not allowed; torchvision takes areas between 0 and 1"),
+    # ZeroDivisionError from the suggested grey level of an empty per-channel fill
+    (TV.format("T.RandomPerspective(fill=[])"), "RandomPerspective", "fill [] holds no value"),
+    (AL.format("A.Perspective(fill=[])"), "Perspective", "fill [] holds no value"),
+], ids=["ratio 0", "ratio negative", "scale negative", "tv empty fill", "alb empty fill"])
+def test_arguments_that_crashed_the_conversion_are_refused_by_name(text, name, needle):
+    test_a_transform_the_preset_refuses_is_not_imported_and_the_rest_imports(text, name, needle)
