@@ -60,8 +60,12 @@ def decode(value: str, catalog: Catalog = CATALOG) -> Preset:
         raise PresetError([f"{ORIGIN}: the {PARAM!r} parameter is {len(value)} characters; a "
                            f"link holds at most {MAX_LINK_CHARS}"])
     if not _BASE64URL.fullmatch(value):
-        bad = next(i for i, c in enumerate(value) if not (c.isascii() and (c.isalnum() or c in
-                                                                           "-_=")))
+        bad = next((i for i, c in enumerate(value) if not (c.isascii() and (c.isalnum() or c in
+                                                                            "-_="))), None)
+        if bad is None:  # only '=' out of place: "ab=cd", "abcd==="
+            raise PresetError([f"{ORIGIN}: the {PARAM!r} parameter has '=' at character "
+                               f"{value.index('=')}; '=' may only pad its end, at most twice "
+                               "(copy the whole link as it was)"])
         raise PresetError([f"{ORIGIN}: the {PARAM!r} parameter must be base64url text "
                            f"(A-Z, a-z, 0-9, '-', '_'); character {bad} is {value[bad]!r}"])
     try:
@@ -81,6 +85,10 @@ def decode(value: str, catalog: Catalog = CATALOG) -> Preset:
     if not unpack.eof:
         raise PresetError([f"{ORIGIN}: the {PARAM!r} parameter is cut short (the compressed "
                            "data does not end); copy the whole link"])
+    if unpack.unused_data:  # something appended, or a second stream: not a link we wrote
+        raise PresetError([f"{ORIGIN}: the {PARAM!r} parameter has {len(unpack.unused_data)} "
+                           "byte(s) after the compressed preset; copy the link exactly as "
+                           "it was"])
     return parse_document(data, catalog, origin=ORIGIN)
 
 

@@ -183,3 +183,22 @@ def test_a_name_with_a_lone_surrogate_is_refused_and_the_link_keeps_working():
     assert model.preset.to_dict() == load(CHAIN).to_dict()
     model.set_seed(5)
     assert decode(link.value).seed == 5
+
+
+@pytest.mark.parametrize("tail, says", [
+    ("===", "'=' may only pad its end, at most twice"),  # was StopIteration, past open_link
+    ("=A", "'=' may only pad its end"),
+])
+def test_a_link_with_padding_out_of_place_is_refused_by_name(tail, says):
+    value = encode(load(CHAIN))
+    assert decode(value + "=" * (-len(value) % 4)).to_dict() == load(CHAIN).to_dict()
+    message = problem(value + tail)
+    assert says in message and message.startswith("the link's preset: "), message
+
+
+@pytest.mark.parametrize("extra", [b"garbage", zlib.compress(b"{}")])
+def test_bytes_after_the_compressed_preset_are_refused_not_ignored(extra):
+    # a link with bytes appended (or a second stream) loaded its first stream as if whole
+    value = base64.urlsafe_b64encode(zlib.compress(json.dumps(CHAIN).encode(), 9) + extra)
+    message = problem(value.decode().rstrip("="))
+    assert f"has {len(extra)} byte(s) after the compressed preset" in message, message
