@@ -15,6 +15,7 @@ import os
 import re
 import reprlib
 import stat
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +121,19 @@ def _parse_constant(name: str) -> BadNumber:
     return BadNumber(name)
 
 
+def _object(pairs: list[tuple[str, object]], origin: str) -> dict:
+    """A JSON object; a key given twice is refused (``json`` keeps the last silently, so
+    the value a reader of the file sees first would not be the one loaded)."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        keys = [k for k, _ in pairs]
+        counts = Counter(keys)  # linear: an object may hold 100 000 keys
+        twice = next(k for k in keys if counts[k] > 1)
+        raise PresetError([f"{origin}: key {quote(twice)} appears {counts[twice]} times in "
+                           f"one object (keys {quote(keys, 120)}); each key may appear once"])
+    return value
+
+
 def parse_json(data: str | bytes | bytearray | memoryview, origin: str = "preset") -> dict:
     """The JSON object in a document, every budget checked first; never reads a path.
 
@@ -134,7 +148,8 @@ def parse_json(data: str | bytes | bytearray | memoryview, origin: str = "preset
                            f"most {MAX_DEPTH} levels"])
     try:
         value = json.loads(text, parse_constant=_parse_constant, parse_int=_parse_int,
-                           parse_float=_parse_float)
+                           parse_float=_parse_float,
+                           object_pairs_hook=lambda pairs: _object(pairs, origin))
     except json.JSONDecodeError as e:
         raise PresetError([f"{origin}: not valid JSON ({e.msg}: line {e.lineno} column "
                            f"{e.colno})"]) from None

@@ -229,3 +229,25 @@ def test_every_absurd_document_is_one_bounded_preset_error(case):
         parse_document(absurd_documents()[case], origin=f"{case}.json")
     assert time.perf_counter() - start < 2
     assert EXPECTED[case] in str(err.value) and len(str(err.value)) < 10_000
+
+
+@pytest.mark.parametrize("text, key", [
+    ('{"format": "dali-gallery/preset", "version": 1, "seed": 1, "seed": 2}', "seed"),
+    ('{"format": "dali-gallery/preset", "version": 1, "steps": [{"op": "rotate", "params": '
+     '{"angle": 10, "angle": 30}}]}', "angle"),
+    ('{"format": "dali-gallery/preset", "version": 1, "steps": [{"op": "rotate", '
+     '"probability": 0.1, "probability": 1}]}', "probability"),
+])
+def test_a_key_given_twice_is_refused_not_read_as_its_last_value(text, key):
+    # json keeps the last silently: a reader of the file saw angle 10, the preview drew 30
+    with pytest.raises(PresetError) as e:
+        parse_document(text, origin="upload.json")
+    assert e.value.problems[0].startswith(f"upload.json: key '{key}' appears 2 times"), e.value
+
+
+def test_a_repeated_key_in_a_huge_object_is_found_in_linear_time():
+    text = "{" + ",".join(f'"k{i}":1' for i in range(90_000)) + ',"k89999":2}'  # < 1 MiB
+    start = time.monotonic()
+    with pytest.raises(PresetError, match="key 'k89999' appears 2 times"):
+        parse_document(text)
+    assert time.monotonic() - start < 2
