@@ -15,7 +15,10 @@ for the preset on that thumbnail with that many draws. Every batch is planned ag
 the pixel budgets (:mod:`.budget`) and the custom operators' time before any DALI work, the
 number of draws is bounded (:data:`MAX_DRAWS`), progress is reported after every batch and
 a cancel request is honoured between batches. With the image's labels, each moving step's kept
-fractions (the pipeline's own outputs) count how many boxes it dropped over all the draws.
+fractions (the pipeline's own outputs) count how many boxes it dropped over all the draws; those
+draws render on the image as given, not a thumbnail: a step sized in pixels (``crop``'s window)
+keeps a different share of a box on a smaller image, so a thumbnail's counts would not be the
+preview's.
 """
 
 from __future__ import annotations
@@ -71,6 +74,9 @@ class Distribution:
     batches: int = 0
     device: Device = "cpu"
     side: int = THUMB_SIDE
+    """Longer side of the image the draws rendered on."""
+    shrunk: bool = True
+    """Whether that image is a thumbnail (False with labels: the image as given)."""
     ms: float = 0.0
     cancelled: bool = False
     boxes: dict[tuple[int, int | None], int] = field(default_factory=dict)
@@ -94,6 +100,14 @@ def thumbnail(image: np.ndarray, side: int = THUMB_SIDE) -> np.ndarray:
     pic = Image.fromarray(image)
     pic.thumbnail((side, side), Image.Resampling.BILINEAR)
     return np.ascontiguousarray(np.asarray(pic.convert("RGB")))
+
+
+def _as_given(image: np.ndarray) -> np.ndarray:
+    """``image`` unchanged (labelled draws render at its size), checked as :func:`thumbnail`
+    checks it."""
+    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"expected an HxWx3 uint8 image, got {image.dtype} {image.shape}")
+    return np.ascontiguousarray(image)
 
 
 def check_draws(draws: Any) -> int:
@@ -127,6 +141,9 @@ def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = 
     """The records of ``draws`` draws (default :data:`DEFAULT_DRAWS` for the device) of
     ``preset`` on a ``side`` px thumbnail of ``image``.
 
+    With ``labels`` the draws render on ``image`` itself (``side`` is not applied): which boxes a
+    step drops can depend on the image's size in pixels.
+
     ``on_progress(done, total)`` is called before the first batch and after each one (the
     last call has ``done == total`` unless cancelled); setting ``cancel`` stops the run
     between batches and returns what was collected, marked ``cancelled``. ``engine``: an
@@ -139,10 +156,11 @@ def collect(preset: Preset | dict | str, image: np.ndarray, draws: int | None = 
     total = check_draws(DEFAULT_DRAWS[dev] if draws is None else draws)
     if isinstance(side, bool) or not isinstance(side, int) or not 8 <= side <= 512:
         raise ValueError(f"side {side!r} is not allowed; expected 8 to 512 px")
-    small = thumbnail(image, side)
+    small = thumbnail(image, side) if labels is None else _as_given(image)
     own = engine is None
     eng = engine or PreviewEngine(dev, catalog=catalog)
-    result = Distribution(preset, total, device=dev, side=side, min_kept=min_kept)
+    result = Distribution(preset, total, device=dev, side=max(small.shape[:2]),
+                          shrunk=labels is None, min_kept=min_kept)
     try:
         per = batch if batch is not None else batch_size(preset, small.shape[:2], total,
                                                           owner=eng, catalog=catalog)

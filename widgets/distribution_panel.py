@@ -1,7 +1,8 @@
 """The builder's Distribution tab: the chain over hundreds of draws, not one tile.
 
 "Run N draws" renders the current chain N times through a preview engine of its own, on a small
-thumbnail of the first image (only the records matter), off the UI thread with a progress bar
+thumbnail of the first image (only the records matter; with labels on the image itself, as the
+boxes a step drops depend on its size), off the UI thread with a progress bar
 and a cancel button (:func:`dali_gallery.pipelines.distribution.collect`). It then shows, from
 the pipeline's own per-sample records: each step's observed firing rate against its configured
 probability with the binomial range, a histogram of every sampled parameter, for the
@@ -110,7 +111,8 @@ class DistributionPanel:
             "<b>The chain over many draws</b>: how often each step fires against its "
             "probability, what every random parameter drew, and which operations the "
             "auto-augment policies picked. The values are the pipeline's own records, rendered "
-            "by DALI on a small thumbnail of the first image.")
+            "by DALI on a small thumbnail of the first image (with labels, on the image "
+            "itself: the boxes a step drops depend on its size).")
         self.widget = style.classed(w.VBox([
             intro,
             w.HBox([self.draws, self.run_button, self.cancel_button, self.progress,
@@ -226,7 +228,7 @@ class DistributionPanel:
                 if result.cancelled else f"{result.draws} draws")
         self.status.value = (f"{done} in {seconds:.1f} s on the {escape(result.device.upper())}"
                              f" ({result.batches} batches of {result.batch}, "
-                             f"{result.side} px thumbnail)")
+                             f"{_rendered_on(result)})")
         self.table.value = rates_html(self.rates, result.draws)
         self.histograms.value = png
         more = len(self.sampled) - MAX_HISTOGRAMS
@@ -251,6 +253,14 @@ def dropped_html(result: Distribution) -> str:
             '<table style="font-size:12px;border-collapse:collapse" cellpadding="3">'
             "<tr><th>step</th><th>dropped</th><th>of boxes entering</th><th></th></tr>"
             f"{rows}</table>")
+
+
+def _rendered_on(result: Distribution) -> str:
+    """What the draws rendered on: a thumbnail, or with labels the image at its preview size
+    (the boxes a step drops depend on it)."""
+    if result.shrunk:
+        return f"{result.side} px thumbnail"
+    return f"the image at {result.side} px, as the preview renders it, for its labels"
 
 
 def _run_label(n: Any) -> str:

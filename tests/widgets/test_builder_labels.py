@@ -162,6 +162,23 @@ def test_distribution_counts_the_boxes_each_step_drops(builder):
     assert "boxes dropped" in builder.distribution.dropped.value
 
 
+def test_distribution_drops_the_boxes_the_preview_drops_for_the_same_draws(builder):
+    # crop's window is in pixels: on a 64 px thumbnail a 38 px window keeps more of each box
+    # than on the 128 x 96 image the preview renders (22 dropped against 28 for these draws)
+    builder.add_step("crop", crop_w=38.0, crop_h=96.0, crop_pos_x={"uniform": [0.0, 1.0]},
+                     crop_pos_y=0.0)
+    builder.distribution.sync = True
+    assert builder.distribution.run(25)
+    result = builder.distribution.result
+    assert result is not None and result.batches == 1
+    render = builder.engine.render(builder.preset, draws=25, images=[0])  # the same draws
+    assert [r.values for r in render.records] == [r.values for r in result.records]
+    dropped = sum(out.dropped(builder.engine.min_kept)[(0, None)] for out in render.labels)
+    assert result.dropped[(0, None)] == dropped
+    assert not result.shrunk and result.side == 128
+    assert "the image at 128 px" in builder.distribution.status.value
+
+
 def test_bad_annotations_argument_is_named_before_anything_starts(folder):
     with pytest.raises(FileNotFoundError, match="annotations='nope.json'"):
         make(folder, annotations="nope.json")
