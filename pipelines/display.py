@@ -17,10 +17,20 @@ from PIL import Image
 FORMATS = ("jpeg", "png")
 
 
+def _is_chw(a: np.ndarray) -> bool:
+    return a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[2] not in (1, 3)
+
+
+def display_size(img: np.ndarray) -> tuple[int, int]:
+    """(height, width) of a sample as :func:`to_display` shows it: the training tail's CHW
+    layout puts the channels first, so ``shape[:2]`` would read (3, H)."""
+    return (img.shape[1], img.shape[2]) if _is_chw(img) else (img.shape[0], img.shape[1])
+
+
 def to_display(img: np.ndarray) -> np.ndarray:
     """An HWC uint8 view of a sample (the training tail may give CHW floats)."""
     a = img
-    if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[2] not in (1, 3):
+    if _is_chw(a):
         a = np.transpose(a, (1, 2, 0))
     if a.dtype != np.uint8:
         lo, hi = float(a.min()), float(a.max())

@@ -18,6 +18,7 @@ import ipywidgets as w
 import numpy as np
 
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.display import display_size
 from dali_gallery.pipelines.engine import SampleRecord
 from dali_gallery.pipelines.preset import GROUP_KEY, Group, Preset, is_random
 
@@ -151,13 +152,13 @@ class Inspector:
         """Show one tile; ``labels``: its labels (drawn when ``labels.overlay``)."""
         self.selected = (image, draw)
         self.reports = tile_report(preset, record)
+        height, width = display_size(tile)  # the tail's CHW layout: not shape[:2]
         self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
-                            f" &middot; {tile.shape[1]}x{tile.shape[0]}")
-        shown = (tile, original)
-        if labels is not None and labels.overlay:
-            shown = labels.drawn(tile, original)
-        self.zoom.show(*shown, side=self.zoom_side, key=(name, str(draw)),
-                       sizes=(tile.shape, original.shape))
+                            f" &middot; {width}x{height}")
+        shown, sizes = (tile, original), None
+        if labels is not None and labels.overlay:  # enlarged to draw on: their own sizes
+            shown, sizes = labels.drawn(tile, original), (tile.shape, original.shape)
+        self.zoom.show(*shown, side=self.zoom_side, key=(name, str(draw)), sizes=sizes)
         self.table.value = report_html(self.reports)
         self.labels.value = "" if labels is None else labels_html(
             labels.before, original.shape, labels.after, tile.shape, labels.names, preset,

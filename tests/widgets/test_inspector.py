@@ -73,3 +73,22 @@ def test_a_closed_zoom_view_drops_its_images():
     zoom.close_button.click()
     assert closed == [True] and zoom.shown is None and bytes(zoom.large.value) == b""
     assert zoom.widget.layout.display == "none"
+
+
+def test_a_tile_of_the_chw_training_output_is_named_by_its_width_and_height(builder):
+    """The tail's default CHW layout made the title and caption read (3, 96, 80) as 96x3."""
+    from dali_gallery.widgets.builder_layout import _show_tail
+
+    builder.load_preset({"format": "dali-gallery/preset", "version": 1, "seed": 9,
+                         "steps": [{"op": "hue", "params": {"hue": 30.0}}],
+                         "output": {"resize_shorter": 100, "crop": [96, 80],
+                                    "mean": [0.5, 0.5, 0.5], "std": [0.2, 0.2, 0.2],
+                                    "layout": "CHW", "dtype": "float32"}})
+    _show_tail(builder, True)
+    settle(builder)
+    builder.inspect(0, 1)
+    tile = builder.last_result.render.tile(0, 1)
+    assert tile.shape == (3, 96, 80)
+    assert builder.inspector.title.value.endswith(" &middot; 80x96")
+    assert "this tile &middot; 80&times;96 px" in builder.inspector.zoom.large_caption.value
+    assert png_pixels(builder.inspector.zoom.large.value).shape == (96, 80, 3)
