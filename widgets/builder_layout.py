@@ -71,7 +71,7 @@ def build_layout(b: Builder, samples: str | Path | None) -> None:
                              current=lambda: b.model.preset, device=b.device)
     b.distribution = DistributionPanel(current=lambda: b.model.preset.copy(),
                                        images=lambda: b.engine.images, device=b.device,
-                                       labels=lambda: _first_labels(b))
+                                       labels=lambda: _first_labels(b), catalog=b.catalog)
     bottom = w.Tab(children=[b.export_panel, b.importer.widget, b.distribution.widget])
     bottom.titles = ("Export", "Import", "Distribution")
     b.widget = style.classed(w.VBox([style.stylesheet(), toolbar,

@@ -148,10 +148,11 @@ class Inspector:
 
     def show(self, image: int, draw: int, name: str, seed: int, preset: Preset,
              record: SampleRecord, original: np.ndarray, tile: np.ndarray, *,
-             labels: TileLabelView | None = None) -> None:
-        """Show one tile; ``labels``: its labels (drawn when ``labels.overlay``)."""
+             labels: TileLabelView | None = None, catalog: Catalog = CATALOG) -> None:
+        """Show one tile; ``labels``: its labels (drawn when ``labels.overlay``); ``catalog``:
+        the one the preset's operators are in (a builder's own, with a notebook's operators)."""
         self.selected = (image, draw)
-        self.reports = tile_report(preset, record)
+        self.reports = tile_report(preset, record, catalog)
         height, width = display_size(tile)  # the tail's CHW layout: not shape[:2]
         self.title.value = (f"<b>{escape(name)}</b> &middot; draw {draw} &middot; seed {seed}"
                             f" &middot; {width}x{height}")

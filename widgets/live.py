@@ -25,7 +25,7 @@ from dali_gallery.pipelines.preset import Preset
 
 from . import style
 from .images_panel import ImageSource
-from .inspector import StepReport, tile_report
+from .inspector import StepReport
 from .picker import Picker
 from .preview import MAX_DRAWS, SIZES, PreviewGrid
 from .render import PreviewRenderer, RenderRequest, RenderResult
@@ -173,8 +173,8 @@ class LivePreview:
         record = render.record(image, draw)
         self.inspector.show(image, draw, result.names[image], preset.seed, preset, record,
                             result.originals[image], render.tile(image, draw),
-                            labels=result.label_view(image, draw))
-        return tile_report(preset, record, self.catalog)
+                            labels=result.label_view(image, draw), catalog=self.catalog)
+        return list(self.inspector.reports)
 
     def close(self) -> None:
         self.scheduler.close()

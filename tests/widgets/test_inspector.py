@@ -92,3 +92,37 @@ def test_a_tile_of_the_chw_training_output_is_named_by_its_width_and_height(buil
     assert builder.inspector.title.value.endswith(" &middot; 80x96")
     assert "this tile &middot; 80&times;96 px" in builder.inspector.zoom.large_caption.value
     assert png_pixels(builder.inspector.zoom.large.value).shape == (96, 80, 3)
+
+
+def test_a_builder_with_its_own_operators_inspects_and_collects_them():
+    """The inspector and the Distribution tab used the default catalog: a Builder made with
+    its own (a notebook's custom operator) raised KeyError on a click on the tile and could not
+    collect ('unknown operator')."""
+    from dali_gallery.pipelines.catalog import CATALOG, Catalog
+    from dali_gallery.pipelines.custom import custom_op
+    from dali_gallery.pipelines.params import Param
+    from tests.widgets.conftest import make_builder
+
+    def scaled(image, amount):
+        return (image * (1 - amount)).astype(np.uint8)
+
+    catalog = Catalog(list(CATALOG.values()))
+    custom_op("custom.test_scaled", "Scales every pixel down.", catalog=catalog, params=(
+        Param("amount", "float", 0.5, "how much darker", bounds=(0, 1), slider=(0, 1),
+              step=0.01, runtime=True),))(scaled)
+    b = make_builder(catalog=catalog, sync=True, autosave=None)
+    try:
+        settle(b)
+        b.add_step("custom.test_scaled", amount={"uniform": [0.1, 0.9]})
+        settle(b)
+        assert b.last_error is None
+        record = b.last_result.render.record(0, 1)
+        reports = b.inspect(0, 1)
+        assert reports[0].values == [("amount", record.values[0]["amount"], True)]
+        assert "custom.test_scaled" in b.inspector.table.value
+        b.distribution.sync = True
+        assert b.distribution.run(30) and b.distribution.error is None
+        (amount,) = b.distribution.sampled
+        assert amount.param == "amount" and 0.1 <= amount.values.min() < amount.values.max() < 0.9
+    finally:
+        b.close()
