@@ -213,9 +213,10 @@ def row_renders(plan: RowPlan, seed: int = 42,
     step = new_step(plan.op, catalog)
     if plan.mode == "sweep":
         assert plan.param is not None
-        if catalog[plan.op].param(plan.param).per_sample:  # one render, values fed per sample
+        if catalog[plan.op].param(plan.param).per_sample:  # values fed per sample
+            draws = 1 if catalog[plan.op].seeded else len(plan.values)  # see render_row
             return [(Preset([Step(plan.op, {**step.params, plan.param: plan.values[0]})],
-                            seed=seed), len(plan.values))]
+                            seed=seed), draws)]
         return [(Preset([Step(plan.op, {**step.params, plan.param: v})], seed=seed), 1)
                 for v in plan.values]
     if plan.mode == "choices":
@@ -245,7 +246,14 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
         step = new_step(plan.op, catalog)
         if plan.mode == "sweep":
             assert plan.param is not None
-            render = engine.render_sweep(step, plan.param, plan.values, seed=seed, images=images)
+            if spec.seeded:  # each value from the first draw, as the builder renders the step
+                # "add" makes (values fed in one batch drew column k's numbers from draw k)
+                render = stack_renders([engine.render_sweep(step, plan.param, [v], seed=seed,
+                                                            images=images)
+                                        for v in plan.values])
+            else:
+                render = engine.render_sweep(step, plan.param, plan.values, seed=seed,
+                                             images=images)
         elif plan.mode == "choices":  # build-time values: one run per column
             parts = []
             for col in plan.columns:
