@@ -329,3 +329,28 @@ class Row:
         """Release the widgets (their comms and image bytes); the zoom view is not theirs."""
         self.hide_zoom()
         close_tree(self.widget)
+
+
+class CardZoom:
+    """The gallery's one zoom view (``view``) and the card it is in (main thread)."""
+
+    def __init__(self) -> None:
+        self.view = ZoomView(on_close=self.take_out)
+        self.row: Row | None = None
+
+    def open(self, row: Row, image: int, column: int) -> None:
+        """Show a tile of ``row`` large, in that card (taken out of the one it was in)."""
+        self.take_out()
+        row.open_zoom(self.view, image, column)
+        self.row = row
+
+    def take_out(self) -> None:
+        """Take the view out of its card (the close button, or the card is going)."""
+        row, self.row = self.row, None
+        if row is not None:
+            row.hide_zoom()
+
+    def close(self) -> None:
+        """Take it out and hide it: it showed images or labels no longer shown."""
+        self.take_out()
+        self.view.hide()

@@ -28,24 +28,22 @@ from typing import Any
 
 import numpy as np
 
-from dali_gallery.pipelines.catalog import CATALOG, Catalog
+from dali_gallery.pipelines.catalog import CATALOG, Catalog, OpSpec
 from dali_gallery.pipelines.device import describe
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
 from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
-from dali_gallery.pipelines.op_search import no_match
 from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
-from dali_gallery.widgets.zoom import ZoomView
 
 from .card_queue import CardQueue
 from .gallery_images import decode_first, encode_arrays, problem_text
-from .row import Row, Strips, row_strips, slug, tile_px
+from .row import CardZoom, Row, Strips, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
 from .view_labels import GalleryLabels, LabelRequest, LabelState
-from .view_layout import build_controls, finished_text
+from .view_layout import build_controls, summary
 
 __all__ = ["GalleryView", "SIZES", "slug"]
 
@@ -94,11 +92,12 @@ class GalleryView:
         self.seed = seed
         self.results: dict[str, RowResult] = {}
         self.problems: list[ImageProblem] = []
+        self._unread: list[ImageProblem] = []  # files not read (problems: + not decoded)
         self.stats: dict[str, Any] = {}
         self._handlers: list[AddHandler] = []
         self._rows: dict[str, Row] = {}
-        self.zoom = ZoomView(on_close=self._zoom_closed)
-        self._zoom_op: str | None = None
+        self._zoom = CardZoom()
+        self.zoom = self._zoom.view
         self._visible: list[str] = []
         self._images: list[EncodedImage] = []
         self._version = 0
@@ -106,8 +105,9 @@ class GalleryView:
         """Whether images were given (an empty set counts: the user chose it)."""
         self._loaded: tuple[int, ...] | None = None
         self.labels = GalleryLabels()
-        self._undrawn: set[str] = set()
-        """Operators whose cards must be drawn again from their renders (a redraw)."""
+        self._specs: dict[str, OpSpec] = {}
+        """The catalog entry each of ``results`` was rendered from (one registered again with
+        ``replace=True`` renders again)."""
         self._gen = 0
         self._closed = False
         self._lock = threading.RLock()
@@ -132,7 +132,7 @@ class GalleryView:
         problems = [p for p in problems if not p.over_limit]  # it shows fewer anyway
         with self._lock:
             self._images = encoded
-            self.problems = list(problems)
+            self.problems, self._unread = list(problems), list(problems)
             self.images_set = True
         self._restart(new_images=True)
         return problems
@@ -143,7 +143,7 @@ class GalleryView:
         encoded = encode_arrays(arrays, names)
         with self._lock:
             self._images = encoded
-            self.problems = []
+            self.problems, self._unread = [], []
             self.images_set = True
         self._restart(new_images=True)
 
@@ -223,16 +223,16 @@ class GalleryView:
             self._gen += 1
             old: list[Row] = []
             if new_images or redraw:
-                self._zoom_closed()
-                self.zoom.hide()  # it showed images (or labels) that are no longer shown
+                self._zoom.close()
                 old, self._rows = list(self._rows.values()), {}
             if new_images:
                 self._version += 1
-                self.results = {}
-            self._undrawn = set(self.results) if redraw else self._undrawn & set(self.results)
+                self.results, self._specs = {}, {}
+            old += self._drop_replaced()
             self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
-            missing = [op for op in self._visible if op not in self.results
-                       or op in self._undrawn]
+            # every visible card not on the page: a render kept in ``results`` makes it again
+            # (a card dropped by an older generation on its way, a redraw) without rendering
+            missing = [op for op in self._visible if op not in self._rows]
             job = _Job(self._gen, missing, list(self._images), self._key(), self.labels.request())
             self.stats = {"generation": self._gen, "started": time.perf_counter(),
                           "rows": len(missing), "row_ms": {}}
@@ -245,6 +245,16 @@ class GalleryView:
                 self.scheduler.submit(job)
         for row in old:
             row.close()
+
+    def _drop_replaced(self) -> list[Row]:
+        """Forget the renders (and take the cards) of operators whose catalog entry is not
+        the one they were rendered from: registered again, or removed."""
+        stale = [op for op, spec in self._specs.items() if self.catalog.get(op) is not spec]
+        if self._zoom.row is not None and self._zoom.row.op in stale:
+            self._zoom.close()
+        for op in stale:
+            del self._specs[op], self.results[op]
+        return [row for op in stale if (row := self._rows.pop(op, None)) is not None]
 
     def _key(self) -> Key:
         return (self._version, int(self.size.value), self.labels.version, self.labels.drawn)
@@ -274,41 +284,47 @@ class GalleryView:
         px = tile_px(job.key[1])
         device = describe(self.engine.device)
         cards: list[Future[None]] = []
+        rendered = 0
         for k, op in enumerate(self._trace_ahead(job.ops)):
             self.cards.wait_turn(k, lambda: not self._current(job.gen))
             if not self._current(job.gen):
                 break
             with self._lock:
-                result = self.results.get(op)  # a redraw: valid for these images and labels
+                result = self.results.get(op)  # valid for these images and labels
+                spec = self._specs.get(op) if result is not None else self.catalog.get(op)
+            if spec is None:  # removed from the catalog since the job started
+                continue
             if result is None:
                 self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
-                result = render_row(self.engine, plan_row(self.catalog[op], self.steps),
+                result = render_row(self.engine, plan_row(spec, self.steps),
                                     seed=self.seed, catalog=self.catalog)
+                rendered += 1
             with self._lock:
                 if job.gen != self._gen:
                     break
-                self.results[op] = result
+                self.results[op], self._specs[op] = result, spec
                 self.stats["row_ms"][op] = round(result.ms, 1)
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
             # the strips are encoded and the card made while DALI renders the next rows
-            cards.append(self.cards.submit(self._card, job, op, result, originals, names, px,
-                                           labels))
+            cards.append(self.cards.submit(self._card, job, spec, result, originals, names,
+                                           px, labels))
         for card in cards:
             card.result()  # an encoding failure is this job's: the scheduler reports it
         with self._lock:
             if job.gen != self._gen:
                 return
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
+            self.stats["rendered"] = rendered
         self.cards.deliver(lambda: self._finish(job), self._ui_error)
 
-    def _card(self, job: _Job, op: str, result: RowResult, originals: list[np.ndarray],
+    def _card(self, job: _Job, spec: OpSpec, result: RowResult, originals: list[np.ndarray],
               names: list[str], px: int, labels: LabelState | None) -> None:
         """Card thread (one: cards come in render order): a row's strips, then its card."""
         if not self._current(job.gen):
             return
         strips = row_strips(result, originals, px, labels)
-        self.cards.deliver(lambda: self._publish(job.key, op, result, strips,
+        self.cards.deliver(lambda: self._publish(job.key, spec, result, strips,
                                                  (originals, names), labels), self._ui_error)
 
     def _trace_ahead(self, ops: list[str]) -> list[str]:
@@ -328,14 +344,16 @@ class GalleryView:
         if self._current(outcome.request.gen):
             self._say(f"gallery render failed: {type(error).__name__}: {error}", error=True)
 
-    def _publish(self, key: Key, op: str, result: RowResult, strips: Strips,
+    def _publish(self, key: Key, spec: OpSpec, result: RowResult, strips: Strips,
                  images: tuple[list[np.ndarray], list[str]], labels: LabelState | None) -> None:
-        """Main thread: build the card and show it if the images are still those it shows."""
+        """Main thread: build the card and show it if the images (and the operator's catalog
+        entry) are still those it shows."""
+        op = spec.name
         with self._lock:
-            if self._closed or key != self._key() or op in self._rows:
+            if (self._closed or key != self._key() or op in self._rows
+                    or self.catalog.get(op) is not spec):
                 return
-            self._undrawn.discard(op)
-            self._rows[op] = Row(self.catalog[op], result, strips, self.add,
+            self._rows[op] = Row(spec, result, strips, self.add,
                                  originals=images[0], names=images[1], on_zoom=self.zoom_tile,
                                  labels=labels)
             self._show_rows()
@@ -344,33 +362,17 @@ class GalleryView:
         """Show image ``image`` of column ``column`` (0: the original) of ``op``'s card large,
         in that card, with the original beside it (what clicking the tile does)."""
         with self._lock:
-            row = self._rows[op]
-            self._zoom_closed()
-            row.open_zoom(self.zoom, image, column)
-            self._zoom_op = op
-
-    def _zoom_closed(self) -> None:
-        """Take the zoom view out of the card it was in."""
-        row = self._rows.get(self._zoom_op) if self._zoom_op is not None else None
-        self._zoom_op = None
-        if row is not None:
-            row.hide_zoom()
+            self._zoom.open(self._rows[op], image, column)
 
     def _finish(self, job: _Job) -> None:
         with self._lock:
             if job.gen != self._gen or self._closed:
                 return
             self.progress.bar_style = "success"
-            failed = [op for op in job.ops if op in self.results and self.results[op].error]
-            refused = [op for op in job.ops if op in self.results and self.results[op].refused]
-            first, total = self.stats.get("first_row_s"), self.stats.get("total_s", 0.0)
-            unmatched = not self._visible and self.search.value.strip()
-        if unmatched:  # not "0 operators in 0.0 s": say why nothing shows, and what may match
-            self._say(no_match(self.catalog.values(), self.search.value), error=True)
-            return
-        msg = finished_text(len(job.ops), first, total, describe(self.engine.device), failed,
-                            len(refused))
-        self._say(msg + problem_text(self.problems), error=bool(failed))
+            text, error = summary(self.results, self._visible, self.stats, self.catalog,
+                                  self.search.value, describe(self.engine.device),
+                                  problem_text(self.problems))
+        self._say(text, error)
 
     def _load(self, job: _Job) -> bool:
         """Decode the first ``max_images`` good images at the job's size (DALI, CPU)."""
@@ -379,7 +381,7 @@ class GalleryView:
         with self._lock:
             if job.gen != self._gen:
                 return False
-            self.problems = [*self.problems, *problems]
+            self.problems = [*self._unread, *problems]  # not those of an earlier size
         if not arrays:
             self._say("none of the images could be decoded" + problem_text(self.problems),
                       error=True)

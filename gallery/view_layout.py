@@ -6,15 +6,17 @@ Kept apart from :mod:`.view`, which holds the behaviour (generations, the worker
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 
-from dali_gallery.pipelines.catalog import CATEGORIES
+from dali_gallery.pipelines.catalog import CATEGORIES, Catalog
 from dali_gallery.pipelines.images import PREVIEW_SIZES
+from dali_gallery.pipelines.op_search import no_match
 from dali_gallery.widgets.style import shared_layout
 
 from .row import CSS
+from .sweep import RowResult
 
 if TYPE_CHECKING:
     from .view import GalleryView
@@ -53,14 +55,34 @@ def build_controls(view: GalleryView, size: int) -> None:
     view.widget.add_class("dg-gallery")
 
 
-def finished_text(rows: int, first: float | None, total: float, device: str,
+def finished_text(rows: int, rendered: int, first: float | None, total: float, device: str,
                   failed: list[str], refused: int) -> str:
-    """The status line of a finished gallery: how many rows in how long, on what, and which
-    failed or were not label-aware."""
-    msg = (f"{rows} operators in {total:.1f} s"
-           + (f" (first in {first:.2f} s)" if first is not None else "") + f" on {device}")
+    """The status line of a finished gallery: how many cards it shows in how long (of them,
+    how many it rendered now: a filter change shows rows rendered before), on what, and
+    which failed or were not label-aware."""
+    if rendered >= rows:
+        how = f" (first in {first:.2f} s)" if first is not None else ""
+    elif rendered:
+        how = f" ({rendered} rendered now, first in {first or 0.0:.2f} s)"
+    else:
+        how = " (rendered before)"
+    msg = f"{rows} operators in {total:.1f} s{how} on {device}"
     if failed:
         msg += f"; failed: {', '.join(failed)}"
     if refused:
         msg += f"; {refused} not label-aware (their cards say why)"
     return msg
+
+
+def summary(results: dict[str, RowResult], visible: list[str], stats: dict[str, Any],
+            catalog: Catalog, search: str, device: str, problems: str) -> tuple[str, bool]:
+    """The status line of a finished generation and whether it is an error: its cards (those
+    rendered before it too: a filter change) and ``problems`` (the files skipped), or why a
+    search shows nothing."""
+    if not visible and search.strip():  # not "0 operators in 0.0 s": what may match
+        return no_match(catalog.values(), search), True
+    shown = [results[op] for op in visible if op in results]
+    failed = [r.op for r in shown if r.error]
+    return finished_text(len(shown), stats.get("rendered", 0), stats.get("first_row_s"),
+                         stats.get("total_s", 0.0), device, failed,
+                         sum(1 for r in shown if r.refused)) + problems, bool(failed)

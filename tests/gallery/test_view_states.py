@@ -1,0 +1,164 @@
+"""The gallery's states under quick changes: every card of the last state, once, with the
+right status; catalog changes followed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dali_gallery.gallery.bench import bench_images
+from dali_gallery.gallery.view import GalleryView
+from dali_gallery.pipelines.catalog import CATALOG, Catalog, unregister
+from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.params import Param
+from tests.support import SAMPLES
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def squares() -> list[np.ndarray]:
+    return bench_images(128, 2)
+
+
+def _until(done, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_card_on_its_way_when_the_filter_changes_still_reaches_the_page(squares):
+    """A row rendered for one filter whose card was still on the cards thread when the filter
+    changed again was dropped there (its generation was outdated) and, being in ``results``,
+    never queued again: the page lacked it for good and the progress stopped short."""
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    try:
+        view.search.value = "brightness"
+        view.set_arrays(squares, ["a", "b"])
+        assert view.wait_idle(60)
+        gate = threading.Event()
+        view.cards.submit(gate.wait)  # the cards thread is busy: cards wait in line
+        view.search.value = "contrast"
+        _until(lambda: "contrast" in view.results)
+        view.search.value = "contra"  # the same rows, a new generation
+        gate.set()
+        assert view.wait_idle(60)
+        assert view.shown() == view.visible and "contrast" in view.visible
+        assert len(view.rows_box.children) == len(view.visible)
+        assert view.progress.value == view.progress.max == len(view.visible)
+        assert f"{len(view.visible)} operators in" in view.status.value
+    finally:
+        view.close()
+
+
+def _explodes(image, strength):
+    if float(strength) > 0.5:  # past the default: registration's trial run passes
+        raise ValueError(f"strength {float(strength)} exploded")
+    return image
+
+
+def test_the_status_counts_the_cards_shown_rendered_before_or_not(squares):
+    """A filter showing rows rendered before said "0 operators in 0.0 s", and named none of
+    the failed rows on the page."""
+    catalog = Catalog(list(CATALOG.values()))
+    custom_op("custom.explodes", "Fails on purpose.", magnitude="strength", catalog=catalog,
+              params=(Param("strength", "float", 0.5, "How hard", bounds=(0, 1),
+                            slider=(0, 1), step=0.1, neutral=0.0, runtime=True),))(_explodes)
+    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
+                       engine=PreviewEngine("cpu", catalog=catalog))
+    try:
+        view.category.value = "custom"
+        view.set_arrays(squares[:1])
+        assert view.wait_idle(60)
+        assert "3 operators in" in view.status.value
+        renders = view.engine.renders
+        view.search.value = "explodes"
+        assert view.wait_idle(60)
+        assert view.engine.renders == renders
+        assert "1 operators in" in view.status.value and "(rendered before)" in \
+            view.status.value
+        assert "failed: custom.explodes" in view.status.value
+        assert "dg-error" in view.status.value
+        view.search.value = ""
+        view.category.value = "color"
+        assert view.wait_idle(60)
+        n = len(view.visible)
+        view.category.value = ""
+        view.search.value = "a"  # some rendered before, some not
+        assert view.wait_idle(120)
+        fresh = len(view.visible) - n - 3
+        assert f"{len(view.visible)} operators in" in view.status.value
+        assert f"({fresh} rendered now, first in" in view.status.value
+    finally:
+        view.close()
+
+
+def test_a_size_change_lists_each_bad_file_once(tmp_path):
+    """Each size change decoded again and added the files that failed to the list once more:
+    "skipped: broken.jpg ...; broken.jpg ...; ..."."""
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (tmp_path / "ok.jpg").write_bytes((SAMPLES / "cat.jpg").read_bytes())
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    try:
+        view.search.value = "hue"
+        view.set_images(tmp_path)
+        assert view.wait_idle(60)
+        for size in (192, 128):
+            view.size.value = size
+            assert view.wait_idle(60)
+            assert [p.name for p in view.problems] == ["broken.jpg"]
+            assert view.status.value.count("broken.jpg") == 1, view.status.value
+    finally:
+        view.close()
+
+
+def _darken(image, amount):
+    return (image * (1.0 - float(amount))).astype(image.dtype)
+
+
+def _invert(image, amount):
+    return (255 - image).astype(image.dtype)
+
+
+AMOUNT = (Param("amount", "float", 0.5, "How much", bounds=(0, 1), slider=(0, 1), step=0.1,
+                neutral=0.0, runtime=True),)
+
+
+def test_a_custom_operator_registered_again_renders_again(squares):
+    """A notebook that registers its operator again (``replace=True``) after the gallery
+    rendered it kept the old function's tiles and description on every later filter; one
+    removed from the catalog must leave the page, not break it."""
+    catalog = Catalog(list(CATALOG.values()))
+    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
+                       engine=PreviewEngine("cpu", catalog=catalog))
+    try:
+        view.category.value = "custom"
+        view.set_arrays(squares[:1])
+        assert view.wait_idle(60)
+        custom_op("custom.shade", "Darkens.", magnitude="amount", catalog=catalog,
+                  params=AMOUNT)(_darken)
+        view.search.value = "shade"  # a new operator shows at the next filter change
+        assert view.wait_idle(60)
+        assert view.shown() == ["custom.shade"]
+        assert view.results["custom.shade"].tiles[-1][0].max() == 0  # amount 1: black
+        view.row("custom.shade").click_tile(0, 2)
+        custom_op("custom.shade", "Inverts.", magnitude="amount", catalog=catalog,
+                  params=AMOUNT, replace=True)(_invert)
+        view.search.value = "shad"
+        assert view.wait_idle(60)
+        tile = view.results["custom.shade"].tiles[-1][0]
+        assert np.array_equal(tile, 255 - view.engine.images[0]), "the old function's tiles"
+        assert "Inverts." in view.row("custom.shade").widget.children[0].value
+        assert view.zoom.shown is None, "the zoom showed the old function's tile"
+        unregister(catalog, "custom.shade")
+        view.search.value = ""
+        assert view.wait_idle(60)
+        assert "custom.shade" not in view.shown() and view.shown() == view.visible
+        assert "dg-error" not in view.status.value
+    finally:
+        view.close()
