@@ -66,9 +66,12 @@ def tile_report(preset: Preset, record: SampleRecord,
 
 
 def _values(catalog: Catalog, step: Any, drawn: dict[str, Any]) -> list[tuple[str, Any, bool]]:
-    """(parameter, value, drawn?) of a step: what the sample drew, or the fixed value."""
+    """(parameter, value, drawn?) of a step: what the sample drew, or the fixed value; then
+    what a policy drew itself (its operation by name, magnitude bin, sign, sub-policy), which
+    the pipeline records for this report as it does for the distribution view."""
+    spec = catalog[step.op]
     values = []
-    for p in catalog[step.op].params:
+    for p in spec.params:
         v = step.params[p.name]
         if p.name in drawn:
             value = drawn[p.name]
@@ -77,6 +80,13 @@ def _values(catalog: Catalog, step: Any, drawn: dict[str, Any]) -> list[tuple[st
             values.append((p.name, value, True))
         elif not is_random(v):
             values.append((p.name, v, False))
+    for d in spec.draws:
+        names = d.labels(step.params) if d.labels is not None else None
+        for name, _ in d.records(step.params):
+            if name in drawn:
+                k = int(drawn[name])
+                shown = names[k] if names is not None and 0 <= k < len(names) else drawn[name]
+                values.append((name, shown, True))
     return values
 
 

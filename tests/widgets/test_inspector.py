@@ -4,6 +4,7 @@ keeps showing a tile of images that are no longer loaded."""
 from __future__ import annotations
 
 import io
+from html import escape
 
 import numpy as np
 from PIL import Image
@@ -126,3 +127,28 @@ def test_a_builder_with_its_own_operators_inspects_and_collects_them():
         assert amount.param == "amount" and 0.1 <= amount.values.min() < amount.values.max() < 0.9
     finally:
         b.close()
+
+
+def test_a_policy_tile_names_the_operation_bin_and_sign_it_drew(builder):
+    """The policies' own draws are recorded for the inspector, but it listed only their
+    fixed parameters: a trivial_augment tile never said which operation it got."""
+    from dali_gallery.pipelines.catalog import CATALOG
+
+    builder.load_preset({"format": "dali-gallery/preset", "version": 1, "seed": 5, "steps": [
+        {"op": "trivial_augment", "params": {}},
+        {"one_of": [{"op": "rand_augment", "params": {"n": 2, "m": 9}},
+                    {"op": "auto_augment", "params": {}}], "pick": 2}], "output": None})
+    settle(builder)
+    record = builder.last_result.render.record(0, 1)
+    trivial, _, rand, auto = builder.inspect(0, 1)
+    ops = next(d for d in CATALOG["trivial_augment"].draws if d.name == "op").labels({})
+    assert ("op", ops[record.values[0]["op"]], True) in trivial.values
+    assert ("magnitude_bin", record.values[0]["magnitude_bin"], True) in trivial.values
+    drawn = record.child_values[1]
+    rand_ops = next(d for d in CATALOG["rand_augment"].draws if d.name == "op").labels(
+        {"n": 2, "m": 9})
+    assert [v for n, v, _ in rand.values if n.startswith("op_")] == [
+        rand_ops[drawn[0]["op_1"]], rand_ops[drawn[0]["op_2"]]]
+    (sub_policy,) = [v for n, v, _ in auto.values if n == "sub_policy"]
+    assert " + " in sub_policy
+    assert f"op=<b>{escape(ops[record.values[0]['op']])}</b>*" in builder.inspector.table.value
