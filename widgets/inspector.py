@@ -168,11 +168,11 @@ class Inspector:
                             f" &middot; {width}x{height}")
         shown, sizes = (tile, original), None
         if labels is not None and labels.overlay:  # enlarged to draw on: their own sizes
-            shown, sizes = labels.drawn(tile, original), (tile.shape, original.shape)
+            shown, sizes = labels.drawn(tile, original), ((height, width), original.shape)
         self.zoom.show(*shown, side=self.zoom_side, key=(name, str(draw)), sizes=sizes)
         self.table.value = report_html(self.reports)
         self.labels.value = "" if labels is None else labels_html(
-            labels.before, original.shape, labels.after, tile.shape, labels.names, preset,
+            labels.before, original.shape, labels.after, (height, width), labels.names, preset,
             labels.min_kept)
         self.histogram.value = histogram_png(original, tile)
         if self.on_show is not None:

@@ -74,9 +74,11 @@ class RenderResult:
         return self.render.n_images, self.render.draws
 
     def label_view(self, image: int, draw: int) -> TileLabelView | None:
-        """One tile's labels for the inspector (None without annotations)."""
+        """One tile's labels for the inspector (None without annotations). Through the
+        training output too: its resize, centre crop and mirror move the labels (the crop's
+        drops are the render's last kept fractions, ``TAIL_KEPT``)."""
         moved = self.render.labels
-        if self.labels_in is None or moved is None or self.request.tail:
+        if self.labels_in is None or moved is None:
             return None
         return TileLabelView(self.labels_in[image], moved[draw * self.render.n_images + image],
                              self.label_names, self.min_kept, self.request.overlay)
@@ -143,8 +145,8 @@ class PreviewRenderer:
             if n == 0:
                 raise StepError("no images to preview: load the samples, a folder or uploads")
             labels_in = self.engine.labels
-            # the training output (resize, crop, mirror) does not move labels: none drawn there
-            overlay = request.overlay and labels_in is not None and not request.tail
+            # the training output's resize, crop and mirror move the labels too: drawn there
+            overlay = request.overlay and labels_in is not None
             small = self.max_side is not None and self.max_side <= DISPLAY_MAX and not overlay
             render = self.engine.render(request.preset, draws=request.draws,
                                         images=list(range(n)), tail=request.tail,

@@ -179,6 +179,27 @@ def test_distribution_drops_the_boxes_the_preview_drops_for_the_same_draws(build
     assert "the image at 128 px" in builder.distribution.status.value
 
 
+def test_with_the_training_output_shown_the_inspector_names_the_boxes_its_crop_dropped(builder):
+    """The tail moves the labels (its centre crop reports its drops), but with "show training
+    output" on the inspector showed no labels and the tiles had none drawn."""
+    from dali_gallery.widgets.builder_layout import _show_tail
+
+    builder.add_step("hue", hue=10.0)
+    builder.model.set_output({"resize_shorter": None, "crop": [60, 40], "mean": [0.5] * 3,
+                              "std": [0.2] * 3, "layout": "CHW", "dtype": "float32",
+                              "mirror_probability": 0.0})
+    _show_tail(builder, True)
+    assert builder.last_error is None
+    tile = builder.last_result.render.tile(0, 0)
+    assert tile.shape == (3, 60, 40)  # CHW float: the labels are drawn on it all the same
+    assert (-1, None) in builder.last_result.render.labels[0].kept
+    builder.inspect(0, 0)
+    text = html.unescape(builder.inspector.labels.value)
+    assert "training output (centre crop): dropped 1 box (corner" in text, text
+    assert "after (px of 40×60)" in text and "dropped at training output (centre crop)" in text
+    assert coloured(pixels(builder.tile_bytes(0, 0)), THING).any()
+
+
 def test_bad_annotations_argument_is_named_before_anything_starts(folder):
     with pytest.raises(FileNotFoundError, match="annotations='nope.json'"):
         make(folder, annotations="nope.json")
