@@ -370,7 +370,8 @@ class GalleryView:
                 return
             self.progress.bar_style = "success"
             text, error = summary(self.results, self._visible, self.stats, self.catalog,
-                                  self.search.value, describe(self.engine.device),
+                                  (self.category.value, self.search.value),
+                                  describe(self.engine.device),
                                   problem_text(self.problems))
         self._say(text, error)
 

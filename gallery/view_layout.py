@@ -75,11 +75,19 @@ def finished_text(rows: int, rendered: int, first: float | None, total: float, d
 
 
 def summary(results: dict[str, RowResult], visible: list[str], stats: dict[str, Any],
-            catalog: Catalog, search: str, device: str, problems: str) -> tuple[str, bool]:
+            catalog: Catalog, filters: tuple[str, str], device: str,
+            problems: str) -> tuple[str, bool]:
     """The status line of a finished generation and whether it is an error: its cards (those
-    rendered before it too: a filter change) and ``problems`` (the files skipped), or why a
-    search shows nothing."""
+    rendered before it too: a filter change) and ``problems`` (the files skipped), or why the
+    filters (category, search) show nothing."""
+    category, search = filters
     if not visible and search.strip():  # not "0 operators in 0.0 s": what may match
+        found = [s.name for s in catalog.search(search)]
+        if category and found:  # not "no operator matches 'flip'; did you mean flip?"
+            where = sorted({catalog[n].category for n in found})
+            return (f"no {category} operator matches {search.strip()[:40]!r}; it matches "
+                    f"{', '.join(found[:4])}{' ...' if len(found) > 4 else ''} in "
+                    f"{', '.join(where)} (choose all categories)"), False
         return no_match(catalog.values(), search), True
     shown = [results[op] for op in visible if op in results]
     failed = [r.op for r in shown if r.error]

@@ -162,3 +162,28 @@ def test_a_custom_operator_registered_again_renders_again(squares):
         assert "dg-error" not in view.status.value
     finally:
         view.close()
+
+
+def test_a_search_the_category_hides_says_where_it_matches(squares):
+    """Category "noise" with search "flip" said "no operator matches 'flip'; did you mean
+    flip?" (an error) though flip exists: the category filter hid it."""
+    view = GalleryView(device="cpu", size=128, max_images=1)
+    try:
+        view.set_arrays(squares[:1])
+        view.category.value = "noise"
+        view.search.value = "flip"
+        assert view.wait_idle(60)
+        assert view.shown() == []
+        status = view.status.value
+        assert "no noise operator matches &#x27;flip&#x27;; it matches flip in geometry " \
+               "(choose all categories)" in status, status
+        assert "dg-error" not in status and "did you mean" not in status
+        view.search.value = "flipz"  # matches nothing anywhere: the search's own hint
+        assert view.wait_idle(60)
+        assert "no operator matches &#x27;flipz&#x27;; did you mean flip" in view.status.value
+        view.category.value = ""
+        view.search.value = "flip"
+        assert view.wait_idle(60)
+        assert view.shown() == ["flip"] and "1 operators in" in view.status.value
+    finally:
+        view.close()
