@@ -86,6 +86,15 @@ class Picks:
     """Per level, per sample: the index of the label picked."""
     applied: np.ndarray
     numeric: dict[str, np.ndarray] = field(default_factory=dict)
+    numeric_levels: dict[str, int] = field(default_factory=dict)
+    """Numeric draw -> its level (0-based) where it has one per level (RandAugment's sign)."""
+
+    def pick_of(self, name: str) -> np.ndarray:
+        """Per sample, the label picked at the level numeric draw ``name`` belongs to: level k
+        of a draw made per level (RandAugment's ``negated_2`` goes with ``op_2``), else the
+        first level (AutoAugment's stages all belong to the one sub-policy)."""
+        level = self.numeric_levels.get(name, 0)
+        return self.picked[level if level < self.picked.shape[0] else 0]
 
     @property
     def counts(self) -> np.ndarray:
@@ -237,11 +246,13 @@ def picks(preset: Preset, records: Sequence[SampleRecord],
         spec = catalog[s.op]
         numeric = {name: _drawn(records, i, j, name) for d in spec.draws if d.labels is None
                    for name, _ in d.records(s.params)}
+        per_level = {name: k for d in spec.draws if d.labels is None
+                     for name, k in d.records(s.params) if k is not None}
         for d in spec.draws:
             if d.labels is None:
                 continue
             levels = [_drawn(records, i, j, name) for name, _ in d.records(s.params)]
             picked = np.array(levels, dtype=np.int64).reshape(len(levels), len(records))
             out.append(Picks(i, j, s.op, d.name, d.doc, d.labels(s.params), picked,
-                             _ran(records, i, j), numeric))
+                             _ran(records, i, j), numeric, per_level))
     return out

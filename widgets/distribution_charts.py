@@ -121,8 +121,8 @@ def _pick_table(p: Picks) -> str:
     rows = []
     for k, label in enumerate(p.labels):
         cells = "".join(_count_cell(int(c), lo, hi) for c in counts[:, k])
-        ranges = "".join(f"<td>{_value_range(v[(p.picked[0] == k) & p.applied])}</td>"
-                         for v in p.numeric.values())
+        ranges = "".join(f"<td>{_value_range(v[(p.pick_of(name) == k) & p.applied])}</td>"
+                         for name, v in p.numeric.items())
         rows.append(f"<tr><td>{k}</td><td>{escape(label)}</td>{cells}{ranges}</tr>")
     title = (f"<b>step {_where(p.step, p.child)} {escape(p.op)}</b>: {escape(p.doc)}; "
              f"{ran} samples where it ran; a uniform pick of {len(p.labels)} lands in "

@@ -113,3 +113,27 @@ def test_the_builder_has_a_distribution_tab_on_its_own_chain():
         assert b.distribution.run(100) and b.distribution.rates[0].configured == 0.9
     finally:
         b.close()
+
+
+def test_rand_augment_s_sign_of_each_level_is_broken_down_by_that_level_s_operation(photo):
+    """The pick table listed negated_2 per operation picked at level 1, not level 2."""
+    from html import unescape
+
+    from dali_gallery.pipelines.distribution import collect
+    from dali_gallery.pipelines.distribution_stats import picks
+    from dali_gallery.widgets.distribution_charts import _value_range, picks_html
+
+    preset = load(preset_dict([{"op": "rand_augment", "params": {"n": 2, "m": 9}}], seed=21))
+    dist = collect(preset, photo, 40)
+    (p,) = picks(preset, dist.records)
+    op_2 = np.array([r.values[0]["op_2"] for r in dist.records])
+    assert np.array_equal(p.pick_of("negated_2"), op_2)
+    assert np.array_equal(p.pick_of("negated_1"), p.picked[0])
+    rows = unescape(picks_html([p])).split("<tr>")[2:]
+    negated_2 = p.numeric["negated_2"]
+    wrong = 0
+    for k, row in enumerate(rows):
+        cells = row.replace("</td>", "").replace("</tr>", "").replace("</table>", "").split("<td>")
+        assert cells[-1] == _value_range(negated_2[op_2 == k]), (p.labels[k], row)
+        wrong += cells[-1] != _value_range(negated_2[p.picked[0] == k])
+    assert wrong > 0  # the level-1 breakdown differs for these draws
