@@ -36,6 +36,7 @@ from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
 from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
+from dali_gallery.widgets.style import close_tree
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 
 from .card_queue import CardQueue
@@ -206,10 +207,12 @@ class GalleryView:
             rows, self._rows = list(self._rows.values()), {}
         self.scheduler.close(timeout=30)
         self.cards.close()
+        self._zoom.close()  # out of its card, its bytes dropped
         for row in rows:
             row.close()
         self.engine.close()
-        self.widget.close()
+        close_tree(self.zoom.widget)  # in no card now: not under ``widget``
+        close_tree(self.widget)  # the controls too (``close`` alone left their comms open)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import ipywidgets as W
 import numpy as np
 import pytest
 
@@ -187,3 +188,23 @@ def test_a_search_the_category_hides_says_where_it_matches(squares):
         assert view.shown() == ["flip"] and "1 operators in" in view.status.value
     finally:
         view.close()
+
+
+def test_closing_mid_render_stops_the_work_and_closes_every_widget(squares):
+    """close() closed the top box only: the controls, status, progress and the zoom view (with
+    the bytes of the tile it showed) stayed open in the kernel, ~45 widgets a gallery."""
+    before = set(W.Widget.widgets)
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    view.category.value = "color"
+    first = threading.Event()
+    view.rows_box.observe(lambda c: first.set() if c["new"] else None, names="children")
+    view.set_arrays(squares, ["a", "b"])
+    assert first.wait(60)
+    view.row(view.shown()[0]).click_tile(0, 1)
+    assert bytes(view.zoom.large.value)
+    view.close()
+    assert not view.scheduler._thread.is_alive()
+    assert bytes(view.zoom.large.value) == b""
+    left = [w for k, w in W.Widget.widgets.items() if k not in before]
+    assert all(isinstance(w, (W.Layout, W.Style)) for w in left), \
+        sorted({type(w).__name__ for w in left})
