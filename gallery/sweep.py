@@ -265,6 +265,8 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
             render = engine.render(Preset([step], seed=seed), draws=len(plan.columns),
                                    images=images)
     except (StepError, PresetError) as e:
+        if isinstance(e, StepError) and plan.mode == "sweep" and len(plan.values) > 1:
+            what = _failing_value(engine, plan, seed, images, catalog) or what
         return RowResult(plan, error=f"{plan.op}{what}: {e}",
                          ms=(time.perf_counter() - t0) * 1000)
     n = render.n_images
@@ -272,6 +274,20 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     moved = render.labels
     labels = None if moved is None else [moved[k * n:(k + 1) * n] for k in range(render.draws)]
     return RowResult(plan, tiles, (time.perf_counter() - t0) * 1000, labels=labels)
+
+
+def _failing_value(engine: PreviewEngine, plan: RowPlan, seed: int,
+                   images: Sequence[int] | None, catalog: Catalog) -> str | None:
+    """`` at p=v`` for the first value of a failed sweep that fails alone: the sweep's error
+    named every value, not the one to avoid."""
+    assert plan.param is not None
+    step = new_step(plan.op, catalog)
+    for v in plan.values:
+        try:
+            engine.render_sweep(step, plan.param, [v], seed=seed, images=images)
+        except (StepError, PresetError):
+            return f" at {plan.param}={v}"
+    return None
 
 
 def ahead_order(engine: PreviewEngine, catalog: Catalog, ops: list[str], todo: list[str],

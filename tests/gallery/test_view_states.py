@@ -85,6 +85,9 @@ def test_the_status_counts_the_cards_shown_rendered_before_or_not(squares):
             view.status.value
         assert "failed: custom.explodes" in view.status.value
         assert "dg-error" in view.status.value
+        # the value that fails, not every value of the sweep
+        assert view.results["custom.explodes"].error.startswith(
+            "custom.explodes at strength=0.7: ")
         view.search.value = ""
         view.category.value = "color"
         assert view.wait_idle(60)
