@@ -70,10 +70,9 @@ class _Job:
 class GalleryView:
     """Every catalog operator at several magnitudes on the current images, rendered by DALI.
 
-    ``images``: anything :func:`pipelines.images.collect` takes (folder, paths, uploads) or
-    None; ``allowed_root`` confines paths. ``on_add(op, params)`` handlers run when an "add"
-    button is clicked. For tests and benches: ``results`` (op -> RowResult for the current
-    images), ``stats``, ``wait_idle``, ``row(op)``.
+    ``images``: what :func:`pipelines.images.collect` takes (folder, paths, uploads) or None;
+    ``allowed_root`` confines paths. ``on_add(op, params)`` handlers run on an "add" click.
+    For tests and benches: ``results`` (op -> RowResult), ``stats``, ``wait_idle``, ``row``.
     """
 
     def __init__(self, images: Any = None, *, device: str = "auto",
@@ -102,21 +101,16 @@ class GalleryView:
         self._visible: list[str] = []
         self._images: list[EncodedImage] = []
         self._version = 0
-        self.images_set = False
-        """Whether images were given (an empty set counts: the user chose it)."""
+        self.images_set = False  # whether images were given (an empty set counts)
         self._loaded: tuple[int, ...] | None = None
         self.labels = GalleryLabels()
-        self._specs: dict[str, OpSpec] = {}
-        """The catalog entry each of ``results`` was rendered from (one registered again with
-        ``replace=True`` renders again)."""
-        self._gen = 0
-        self._closed = False
+        self._specs: dict[str, OpSpec] = {}  # results' catalog entries (replaced: render again)
+        self._gen, self._closed = 0, False
         self._lock = threading.RLock()
         self.scheduler: Scheduler[_Job, None] = Scheduler(
             self._run, self._delivered, on_error=self._ui_error, ui=UI,
             name="dali-gallery-gallery")
-        self.cards = CardQueue()
-        """Where cards are made; the app holds it until its page is ready (:mod:`.card_queue`)."""
+        self.cards = CardQueue()  # where cards are made; the app holds it until its page is ready
         build_controls(self, size)
         if images is not None:
             self.set_images(images)

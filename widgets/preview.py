@@ -57,6 +57,8 @@ class PreviewGrid:
         self.on_settings = on_settings
         self.on_inspect = on_inspect
         self._quiet = False
+        self._retired = style.Retired()  # rows taken off the page (see style.RETIRE_S)
+        self._rows_made = 0
         self.draws = style.classed(w.IntSlider(
             value=draws, min=1, max=MAX_DRAWS, description="draws", continuous_update=False,
             tooltip="independent random draws per image (columns)",
@@ -110,6 +112,7 @@ class PreviewGrid:
         if (n, draws) == self.shape:
             return
         old = self._rows
+        self._rows_made += 1
         self.originals, self.tiles, self.captions, self.names = [], [], [], []
         rows = []
         width = cell_width(draws + 1)
@@ -146,8 +149,7 @@ class PreviewGrid:
         if selected is not None and not (selected[0] < n and selected[1] < draws):
             self.inspector.hide()  # its tile is gone: never show a tile that is not there
         self._arrange()
-        for row in old:
-            style.close_tree(row)
+        self._retired.add(old)  # closed later: a page may still be making their views
 
     def _place_inspector(self, image: int) -> None:
         """Put the inspector right under the row of ``image`` (the tile that was clicked)."""
@@ -202,6 +204,7 @@ class PreviewGrid:
             self._quiet = False
 
     def close(self) -> None:
+        self._retired.close()
         style.close_tree(self.widget)
 
     # ---- internals ----------------------------------------------------------------------------
@@ -213,4 +216,5 @@ class PreviewGrid:
         return handler
 
     def _inspect(self, i: int, d: int) -> Callable[[w.Button], None]:
-        return lambda _: self.on_inspect(i, d)
+        rows = self._rows_made  # a retired row's click (it stays open a while) inspects nothing
+        return lambda _: self.on_inspect(i, d) if rows == self._rows_made else None

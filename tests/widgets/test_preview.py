@@ -103,3 +103,25 @@ def test_a_relayout_that_drops_the_inspected_tile_closes_the_inspector(builder):
     settle(builder)
     assert builder.inspector.selected is None
     assert builder.inspector.widget not in builder.preview.rows.children
+
+
+def test_rows_taken_off_the_page_stay_open_a_while_and_inspect_nothing(builder, monkeypatch):
+    """A relayout used to close the old rows at once; a page still making their views (a
+    notebook output scrolled into view, a Voilà page loading) then fails with "widget model
+    not found" (seen once in JupyterLab, the builder's notebook, under the full suite's load).
+    They stay open for style.RETIRE_S like retired step cards, and a click on one of them
+    (on its way when the rows changed) opens no inspector for the tile now at its index."""
+    grid = builder.preview
+    old_rows = list(grid._rows)
+    old_caption = grid.captions[0][1]
+    builder.set_draws(1)
+    settle(builder)
+    assert all(row.comm is not None for row in old_rows)  # still open: retired, not closed
+    old_caption.click()
+    assert builder.inspector.selected is None
+    grid.captions[0][0].click()
+    assert builder.inspector.selected == (0, 0)
+    monkeypatch.setattr(style, "RETIRE_S", 0.0)
+    builder.set_draws(2)  # the next relayout closes what has been off the page long enough
+    settle(builder)
+    assert all(row.comm is None for row in old_rows)
