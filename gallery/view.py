@@ -214,8 +214,8 @@ class GalleryView:
     # ---- generations (main thread) ------------------------------------------------------------
 
     def _restart(self, new_images: bool = False, redraw: bool = False) -> None:
-        """Start a new generation: outdated work is dropped, missing visible rows queued
-        (``redraw``: every card is made again, from the renders it has where still valid)."""
+        """A new generation: outdated work dropped, missing visible rows queued (``redraw``:
+        every card made again, from renders still valid); the status says so at once."""
         with self._lock:
             self._gen += 1
             old: list[Row] = []
@@ -227,8 +227,7 @@ class GalleryView:
                 self.results, self._specs = {}, {}
             old += self._drop_replaced()
             self._visible = gallery_ops(self.catalog, self.category.value, self.search.value)
-            # every visible card not on the page: a render kept in ``results`` makes it again
-            # (a card dropped by an older generation on its way, a redraw) without rendering
+            # every visible card not on the page (one kept in ``results`` is not rendered again)
             missing = [op for op in self._visible if op not in self._rows]
             job = _Job(self._gen, missing, list(self._images), self._key(), self.labels.request())
             self.stats = {"generation": self._gen, "started": time.perf_counter(),
@@ -238,7 +237,8 @@ class GalleryView:
             if not self._images:
                 self._say("no images to show: choose a source above"
                           + problem_text(self.problems), error=bool(self.problems))
-            else:
+            else:  # not the last generation's "N operators in ..." while this one waits
+                self._say(f"rendering {len(missing)} of {len(self._visible)} operators")
                 self.scheduler.submit(job)
         for row in old:
             row.close()

@@ -211,3 +211,28 @@ def test_closing_mid_render_stops_the_work_and_closes_every_widget(squares):
     left = [w for k, w in W.Widget.widgets.items() if k not in before]
     assert all(isinstance(w, (W.Layout, W.Style)) for w in left), \
         sorted({type(w).__name__ for w in left})
+
+
+def test_a_new_generation_does_not_keep_the_last_one_s_finished_status(squares):
+    """The status kept "N operators in X s" of the last generation until the worker started
+    the first row of the next one, so a page (or a test) waiting for "operators in" after a
+    change went on before the rows it waited for were there (test_voila_labels failed so once,
+    under the full suite's load). The status says the rendering has started at once."""
+    view = GalleryView(device="cpu", size=128, max_images=2)
+    try:
+        view.search.value = "brightness"
+        view.set_arrays(squares, ["a", "b"])
+        assert view.wait_idle(60)
+        assert "operators in" in view.status.value
+        gate, load = threading.Event(), view._load
+        view._load = lambda job: gate.wait(30) and load(job)  # the worker waits at its start
+        view.set_arrays(squares[::-1], ["b", "a"])  # new images: every row again
+        try:
+            assert "operators in" not in view.status.value
+            assert "rendering" in view.status.value
+        finally:
+            gate.set()
+        assert view.wait_idle(60)
+        assert "operators in" in view.status.value
+    finally:
+        view.close()
