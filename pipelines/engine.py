@@ -361,7 +361,7 @@ class PreviewEngine:
         built = _Built(pipe, checkpoint, chain, path)
         self._pipes[key] = built
         while len(self._pipes) > _CACHE_SIZE:
-            self._pipes.popitem(last=False)
+            self._reset.release(self._pipes.popitem(last=False)[1])
         return built, True
 
     def _build_fresh(self, module: Any, preset: Preset, batch: int, tail: bool,
@@ -390,4 +390,4 @@ class PreviewEngine:
     def _discard(self, built: _Built) -> None:
         for key, value in list(self._pipes.items()):
             if value is built:
-                del self._pipes[key]
+                self._reset.release(self._pipes.pop(key))

@@ -11,8 +11,11 @@ finds it done and only checks that it finished. A render that will be continued
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
+
+_log = logging.getLogger(__name__)
 
 
 class Resettable(Protocol):
@@ -59,6 +62,17 @@ class RngReset:
         built.reset = self._pool.submit(built.pipe._pipe.RestoreFromSerializedCheckpoint,
                                         built.checkpoint)
         self._pending.append(built.reset)
+
+    @staticmethod
+    def release(built: Resettable) -> None:
+        """Before ``built`` is dropped: wait for its restore under way, which must not run
+        while DALI shuts the pipeline down (a failure is logged: the pipeline is not rendered
+        again, so no render raises it)."""
+        pending, built.reset = built.reset, None
+        error = pending.exception() if pending is not None else None
+        if error is not None:
+            _log.warning("RNG restore of a pipeline being dropped failed: %s: %s",
+                         type(error).__name__, error)
 
     def settle(self) -> None:
         """Wait for the restores under way (benchmarks time other work after this; the

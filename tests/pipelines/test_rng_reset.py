@@ -128,3 +128,38 @@ def test_the_next_run_waits_for_the_restore_and_raises_its_failure():
         reset.after_render(_Built(_Pipe(), checkpoint=None), stream=False)  # nothing to do
     finally:
         reset.close()
+
+
+def test_a_pipeline_is_dropped_only_after_its_restore_ended(caplog):
+    """The engine drops a pipeline (its cache of three, a failed render) while the restore
+    scheduled after its last render may still run: DALI would shut the pipeline down under
+    it. ``release`` waits for it first, and logs a failure no render will raise."""
+    reset = RngReset()
+    try:
+        built = _Built(_Pipe())
+        reset.after_render(built, stream=False)
+        assert built.pipe.started.wait(5)
+        released = threading.Event()
+        dropper = threading.Thread(target=lambda: (reset.release(built), released.set()))
+        dropper.start()
+        assert not released.wait(0.1)  # still restoring: not dropped yet
+        built.pipe.release.set()
+        assert released.wait(5)
+        dropper.join()
+        assert built.reset is None and built.pipe.restores
+        bad = _Built(_Pipe(fail=True))
+        bad.pipe.release.set()
+        reset.after_render(bad, stream=False)
+        reset.release(bad)
+        assert "does not match" in caplog.text
+    finally:
+        reset.close()
+
+
+def test_an_engine_evicting_pipelines_renders_every_one_right(engine):
+    """Four chains in turn through a cache of three: each eviction waits for the dropped
+    pipeline's restore; every chain still shows its first draw when it comes back."""
+    firsts = [engine.render(chain(seed=s), draws=2) for s in (11, 12, 13, 14)]
+    again = [engine.render(chain(seed=s), draws=2) for s in (11, 12, 13, 14)]
+    assert all(_same(a, b) for a, b in zip(firsts, again, strict=True))
+    assert len(engine._pipes) == 3
