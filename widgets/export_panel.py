@@ -26,6 +26,7 @@ from dali_gallery.pipelines.preset import Preset
 
 from . import style
 from .style import shared_layout
+from .upload_entry import UploadRefused, entry_bytes, entry_name
 
 try:
     from pygments import highlight
@@ -157,8 +158,15 @@ class ExportPanel:
         if not value:
             return
         entry = value[0]
-        name = str(entry.get("name", "preset.json"))
-        problems = self.on_preset_file(bytes(entry["content"]), name)
+        name = entry_name(entry, "preset.json")
+        try:  # the document's size is checked by its parser
+            data = entry_bytes(entry)
+        except UploadRefused as e:
+            self.load.value = ()
+            self.show_problems(f"could not load {readable(name)[:80]}; the pipeline was not "
+                               "changed", [str(e)])
+            return
+        problems = self.on_preset_file(data, name)
         self.load.value = ()
         self.notice.value = "" if problems or self.current is None else \
             loaded_html(readable(name)[:80], self.current())

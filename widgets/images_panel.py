@@ -34,6 +34,7 @@ from .image_source import (
     source_from,
 )
 from .style import shared_layout
+from .upload_entry import UploadRefused, entry_bytes, entry_name
 
 __all__ = ["ACCEPT", "MAX_FOLDERS_LISTED", "MAX_LISTED", "MAX_UPLOADS", "SAMPLES_DIR",
            "UPLOAD_LIMIT", "ImageSource", "ImagesPanel", "list_folders", "resolve_folder",
@@ -52,19 +53,20 @@ def upload_items(value: Sequence[dict[str, Any]],
                  limit: int = UPLOAD_LIMIT) -> tuple[list[tuple[str, bytes]], list[ImageProblem]]:
     """FileUpload entries as (name, bytes), too large or too many files as problems. A name
     comes from the browser: it is shown only through :func:`readable` (no line breaks or
-    control characters can forge a line of the problem list)."""
+    control characters can forge a line of the problem list). The size checked is that of the
+    bytes received, never the entry's ``size`` field, which the browser writes
+    (:mod:`.upload_entry`)."""
     items, problems = [], []
     for k, entry in enumerate(value):
-        name = readable(str(entry.get("name") or f"upload-{k + 1}"))
-        size = int(entry.get("size") or len(entry.get("content", b"")))
+        name = readable(entry_name(entry, f"upload-{k + 1}"))
         if k >= MAX_UPLOADS:
             problems.append(ImageProblem(name, f"not loaded: at most {MAX_UPLOADS} files per "
                                                "upload", over_limit=True))
-        elif size > limit:
-            problems.append(ImageProblem(name, f"too large ({size / 2**20:.1f} MiB; the "
-                                               f"limit is {limit / 2**20:.0f} MiB per file)"))
-        else:
-            items.append((name, bytes(entry["content"])))
+            continue
+        try:
+            items.append((name, entry_bytes(entry, limit)))
+        except UploadRefused as e:
+            problems.append(ImageProblem(name, str(e)))
     return items, problems
 
 

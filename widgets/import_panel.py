@@ -24,6 +24,7 @@ from dali_gallery.pipelines.preset import Preset, PresetError
 from . import style
 from .export_panel import code_html, download_link
 from .style import shared_layout
+from .upload_entry import UploadRefused, entry_bytes, entry_name
 
 IMPORT = "dg-import"
 IMPORT_TEXT = "dg-import-text"
@@ -212,16 +213,16 @@ class ImportPanel:
         if not value:
             return
         entry = value[0]
-        data = bytes(entry["content"])
+        name = entry_name(entry, "file")
         self.upload.value = ()
-        if len(data) > MAX_UPLOAD_BYTES:
-            self._refuse(f"{entry.get('name', 'file')}: {len(data)} bytes; at most "
-                         f"{MAX_UPLOAD_BYTES} are read")
-            return
         try:
+            data = entry_bytes(entry, MAX_UPLOAD_BYTES)
             text = data.decode("utf-8")
+        except UploadRefused as e:
+            self._refuse(f"{name}: {e}")
+            return
         except UnicodeDecodeError:
-            self._refuse(f"{entry.get('name', 'file')}: not UTF-8 text")
+            self._refuse(f"{name}: not UTF-8 text")
             return
         self.text.value = text
         self.import_text(text)

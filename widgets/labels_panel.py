@@ -33,6 +33,7 @@ from .label_source import YOLO, LabelSource, from_path, from_upload, from_yolo
 from .label_task import SamplesLoader, TaskPick
 from .render import MIN_KEPT_RANGE, PreviewRenderer
 from .style import shared_layout
+from .upload_entry import UploadRefused, entry_bytes, entry_name
 
 MAX_PROBLEMS_SHOWN = 50
 """Problems listed (a dataset's file can have thousands; the rest are counted)."""
@@ -334,7 +335,12 @@ class LabelsPanel:
             return
         entry = value[0]
         self._quiet_set(self.upload_button, ())  # the bytes go to the labels; free the widget's
-        self.upload(bytes(entry["content"]), str(entry.get("name") or "annotations.json"))
+        try:  # the document's size is checked by its parser
+            data = entry_bytes(entry)
+        except UploadRefused as e:
+            self._failed(str(e))
+            return
+        self.upload(data, entry_name(entry, "annotations.json"))
 
 
 def _same(a: Path, b: Path | None) -> bool:
