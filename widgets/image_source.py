@@ -10,14 +10,22 @@ exist is an error at once: a notebook copied elsewhere must not silently preview
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dali_gallery.pipelines.image_collect import FolderSelection, ImageProblem, within_root
-from dali_gallery.pipelines.image_files import class_of, image_listing, scan_folder, spread
+from dali_gallery.pipelines.image_files import (
+    class_of,
+    image_listing,
+    os_error_reason,
+    scan_folder,
+    spread,
+)
 from dali_gallery.pipelines.shards import flat_folder_files, training_files
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "gallery" / "samples"
@@ -27,6 +35,8 @@ SAMPLE_ANNOTATIONS = SAMPLES_DIR / "instances.json"
 DEFAULT_PICK = 6
 """Images of a folder previewed by default (the builder passes its own ``max_images``)."""
 MAX_FOLDERS_LISTED = 300
+MAX_FOLDER_CHARS = 1024
+"""Longest folder name typed in the app (a path of the allowed root's folders, not a document)."""
 
 
 @dataclass(frozen=True)
@@ -217,10 +227,16 @@ def _same_path(a: Path, b: Path) -> bool:
 
 
 def resolve_folder(text: str, root: Path | None) -> Path:
-    """The folder a user typed, checked against the allowed root; ValueError says why not."""
+    """The folder a user typed, checked against the allowed root; ValueError says why not.
+    The text comes from a browser: it is bounded before any file system call (a long name made
+    ``stat`` raise an OSError carrying the server's path), quoted cut short in refusals, and a
+    folder that cannot be examined is refused with the reason, never a server path."""
     text = text.strip()
     if not text:
         raise ValueError("enter a folder" + (" inside the allowed root" if root else ""))
+    if len(text) > MAX_FOLDER_CHARS:
+        raise ValueError(f"the folder name is {len(text)} characters; at most "
+                         f"{MAX_FOLDER_CHARS} are allowed")
     if "\x00" in text:
         raise ValueError("the folder name contains a NUL character")
     if root is None:
@@ -237,9 +253,13 @@ def resolve_folder(text: str, root: Path | None) -> Path:
         if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
             raise ValueError(f"{text!r} leads outside the allowed root (through a "
                              "symbolic link); it was not opened")
-    if not path.exists():
-        raise ValueError(f"{text!r} does not exist")
-    if not path.is_dir():
+    try:
+        st = path.stat()
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise ValueError(f"{text!r} does not exist") from None
+        raise ValueError(f"{text!r}: {os_error_reason(err)}") from None
+    if not stat.S_ISDIR(st.st_mode):
         raise ValueError(f"{text!r} is not a folder")
     return path
 

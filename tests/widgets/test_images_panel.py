@@ -320,3 +320,25 @@ def test_a_class_folder_linked_outside_the_root_is_not_listed(tree: Path):
         assert not [n for n in b.engine.names if "payroll" in n]
     finally:
         b.close()
+
+
+def test_a_long_or_looping_folder_name_is_refused_without_a_server_path(tree: Path):
+    """A typed name longer than the file system allows made ``stat`` raise an OSError (with
+    the server's absolute path) out of the folder button; a link loop is a reason too."""
+    os.symlink("loop", tree / "loop")
+    for text, why in [("x" * 5000, "at most 1024 are allowed"),
+                      ("good/" + "y" * 300, "cannot be read"),
+                      ("loop", "symbolic link loop")]:
+        with pytest.raises(ValueError, match=why) as info:
+            resolve_folder(text, tree)
+        assert str(tree) not in str(info.value) and len(str(info.value)) < 1200
+    b = make_builder(images=tree / "good", allowed_root=tree)
+    try:
+        settle(b)
+        names = list(b.engine.names)
+        b.images_panel.folder.value = "good/" + "y" * 300
+        b.images_panel.folder_load.click()
+        assert "cannot be read" in b.images_panel.summary.value
+        assert str(tree) not in b.images_panel.summary.value and b.engine.names == names
+    finally:
+        b.close()
