@@ -19,6 +19,7 @@ import pathlib
 
 import numpy as np
 
+from .coco_masks import drawable_masks
 from .image_files import readable
 from .preset_document import quote
 
@@ -371,7 +372,7 @@ def check_entries(doc, origin, available=None, describe=None):
             problems.append((readable(image["file_name"]), f"{label}: {reason}"))
             continue
         kept.append(clean_annotation(ann, image))
-    return images, kept, list(categories.values()), problems
+    return images, drawable_masks(images, kept), list(categories.values()), problems
 
 
 def listed_files(images_dir, images):
@@ -394,5 +395,5 @@ def listed_files(images_dir, images):
 EMBEDDED = (is_int, is_number, numbers, safe_name, check_categories, image_problem,
             check_images, box_problem, clipped_box, rle_counts, rle_problem,
             segmentation_problem, keypoints_problem, annotation_problem, clean_annotation,
-            check_entries, listed_files)
+            drawable_masks, check_entries, listed_files)
 """The functions the exported module with labels carries verbatim, in this order."""
