@@ -87,6 +87,9 @@ IOPUB_TIMEOUT_S = 120
 #: Kernels kept started ahead of any page (each one ~250 MB of memory while it waits).
 DEFAULT_POOL_SIZE = 2
 MAX_POOL_SIZE = 16
+#: Kernels running or starting at once, the pool's included (``serve_kernels``); pages beyond
+#: them get a 503 page instead of a kernel (each costs 0.3-0.5 GB).
+DEFAULT_MAX_KERNELS = 32
 
 #: Names served from :mod:`.serve_websocket` / :mod:`.serve_kernels` on first use: they import
 #: jupyter_server (seconds), which the CLI and the kernels never need.
@@ -150,6 +153,7 @@ def voila_command(
     max_message_bytes: int = MAX_WS_MESSAGE_BYTES,
     python: str | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
+    max_kernels: int = DEFAULT_MAX_KERNELS,
 ) -> list[str]:
     """The command line that serves ``notebook`` with Voilà under the gallery's safe settings.
 
@@ -183,6 +187,9 @@ def voila_command(
         raise ValueError("max_message_bytes must be > 0")
     if isinstance(pool_size, bool) or not 0 <= int(pool_size) <= MAX_POOL_SIZE:
         raise ValueError(f"pool_size must be 0 to {MAX_POOL_SIZE} kernels, got {pool_size!r}")
+    if isinstance(max_kernels, bool) or int(max_kernels) <= int(pool_size):
+        raise ValueError(f"max_kernels must be more than pool_size ({pool_size}): the pool's "
+                         f"kernels count too, got {max_kernels!r}")
 
     socket_dir = tempfile.gettempdir()
     if len(os.fsencode(socket_dir)) + _IPC_SUFFIX_LEN > _MAX_SOCKET_PATH:
@@ -246,6 +253,7 @@ def voila_command(
         "--KernelManager.transport=ipc",
         f"--Voila.connection_dir_root={socket_dir}",
         f"--VoilaConfiguration.multi_kernel_manager_class={_KERNEL_MANAGER_CLASS}",
+        f"--GalleryKernelManager.max_kernels={int(max_kernels)}",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
         f"--MappingKernelManager.cull_connected={bool(cull_connected)}",

@@ -35,7 +35,7 @@ from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelMana
 from tornado import web
 from traitlets import Float, Int
 
-__all__ = ["KERNEL_FAILED_REASON", "GalleryKernelManager"]
+__all__ = ["KERNELS_FULL_REASON", "KERNEL_FAILED_REASON", "GalleryKernelManager"]
 
 #: What the page shows (HTTP reason phrase of the 503) when no kernel could be started.
 KERNEL_FAILED_REASON = (
@@ -44,8 +44,24 @@ KERNEL_FAILED_REASON = (
 )
 
 
+#: What the page shows (HTTP reason phrase of the 503) when the server runs its most kernels.
+KERNELS_FULL_REASON = (
+    "The gallery server has as many pages open as it allows (each page runs a Python kernel "
+    "of its own). Close a gallery tab, or try again in a few minutes"
+)
+
+
 class GalleryKernelManager(AsyncMappingKernelManager):
-    """Starts a kernel only once it answers; retries a kernel that died, then fails loudly."""
+    """Starts a kernel only once it answers; retries a kernel that died, then fails loudly.
+    At most ``max_kernels`` run or start at once (the pool's included): every page load starts
+    one, so without a cap one client reloading a page could start kernels (0.3-0.5 GB each)
+    until the machine ran out of memory for every page."""
+
+    max_kernels = Int(
+        32, config=True, help="kernels running or starting at once, the pool's included; a "
+        "page beyond them gets an error page (HTTP 503) instead of a kernel"
+    )
+    _starting = 0
 
     start_attempts = Int(
         2, config=True, help="kernels started for one page before it gets an error page"
@@ -64,7 +80,7 @@ class GalleryKernelManager(AsyncMappingKernelManager):
             return await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
         problem = ""
         for attempt in range(1, self.start_attempts + 1):
-            new_id = await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+            new_id = await self._start_within_cap(kernel_id, path, kwargs)
             problem = await self._first_reply(new_id)
             if not problem:
                 return new_id
@@ -76,6 +92,21 @@ class GalleryKernelManager(AsyncMappingKernelManager):
         raise web.HTTPError(
             503, "no kernel could be started: %s", problem, reason=KERNEL_FAILED_REASON
         )
+
+    async def _start_within_cap(self, kernel_id: str | None, path: Any,
+                                kwargs: dict[str, Any]) -> str:
+        """One kernel started, counted from before it exists (kernels starting together are
+        not in the map yet); a 503 when ``max_kernels`` run or start already."""
+        if len(self) + self._starting >= self.max_kernels:
+            self.log.warning("refusing a kernel: %d running or starting (max_kernels)",
+                             len(self) + self._starting)
+            raise web.HTTPError(503, "at most %d kernels", self.max_kernels,
+                                reason=KERNELS_FULL_REASON)
+        self._starting += 1
+        try:
+            return await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+        finally:
+            self._starting -= 1
 
     async def _first_reply(self, kernel_id: str) -> str:
         """'' once the kernel answered kernel_info, else why not (also when the restarter

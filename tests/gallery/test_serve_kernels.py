@@ -292,3 +292,45 @@ def test_a_kernel_being_restarted_is_shut_down_once_its_restart_ends():
         return fake.events
 
     assert asyncio.run(discard()) == ["restarter stopped", "shutdown, ready done: True"]
+
+
+def test_kernels_beyond_max_kernels_get_the_503_page(monkeypatch):
+    """Every page load starts a kernel and nothing capped them: one client reloading a page
+    started kernels (0.3-0.5 GB each) until the machine ran out of memory for every page.
+    Kernels starting together count before they are in the map."""
+    import asyncio
+
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+    from tornado import web
+
+    from dali_gallery.gallery.serve_kernels import KERNELS_FULL_REASON, GalleryKernelManager
+
+    started: list[str] = []
+
+    async def fake_start(self, *, kernel_id=None, path=None, **kwargs):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.05)  # starting: not in the map yet
+        started.append(f"k{len(started)}")
+        self._kernels[started[-1]] = object()
+        return started[-1]
+
+    async def answers(self, kernel_id):  # type: ignore[no-untyped-def]
+        return ""
+
+    monkeypatch.setattr(AsyncMappingKernelManager, "start_kernel", fake_start)
+    monkeypatch.setattr(GalleryKernelManager, "_first_reply", answers)
+    manager = GalleryKernelManager(max_kernels=3)
+
+    async def pages(n: int) -> list[object]:
+        return await asyncio.gather(*(manager.start_kernel() for _ in range(n)),
+                                    return_exceptions=True)
+
+    results = asyncio.run(pages(5))
+    refused = [r for r in results if isinstance(r, web.HTTPError)]
+    assert sorted(r for r in results if isinstance(r, str)) == ["k0", "k1", "k2"]
+    assert len(refused) == 2 and all(r.status_code == 503 and r.reason == KERNELS_FULL_REASON
+                                     for r in refused)
+    assert manager._starting == 0 and len(manager) == 3
+    assert "--GalleryKernelManager.max_kernels=32" in voila_command(
+        GALLERY_NOTEBOOK, images_dir=SAMPLES, port=1)
+    with pytest.raises(ValueError, match="max_kernels must be more than pool_size"):
+        voila_command(GALLERY_NOTEBOOK, images_dir=SAMPLES, port=1, pool_size=4, max_kernels=4)
