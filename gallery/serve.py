@@ -324,6 +324,7 @@ def serve(
     cull_idle_s: int = 600,
     notebook: os.PathLike[str] | str | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
+    max_kernels: int = DEFAULT_MAX_KERNELS,
 ) -> int:
     """Run the gallery under Voilà in the foreground until Ctrl-C; return Voilà's exit status."""
     images = DEFAULT_IMAGES_DIR if images_dir is None else images_dir
@@ -338,6 +339,7 @@ def serve(
             cull_idle_s=cull_idle_s,
             allowed_root=allowed_root,
             pool_size=pool_size,
+            max_kernels=max_kernels,
         )
     except (OSError, ValueError) as exc:
         print(f"dali-gallery serve: {exc}", file=sys.stderr)

@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from .serve import DEFAULT_IMAGES_DIR, DEFAULT_POOL_SIZE, TOKEN_ENV, serve
+from .serve import DEFAULT_IMAGES_DIR, DEFAULT_MAX_KERNELS, DEFAULT_POOL_SIZE, TOKEN_ENV, serve
 
 
 def main_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -55,6 +55,14 @@ def main_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         f"(default: {DEFAULT_POOL_SIZE}; 0: each page waits for a kernel started for it)",
     )
     parser.add_argument(
+        "--max-kernels",
+        type=int,
+        default=DEFAULT_MAX_KERNELS,
+        metavar="N",
+        help="at most this many kernels at once, the pool's included; a page beyond it gets a "
+        f"503 page saying so (default: {DEFAULT_MAX_KERNELS}; each costs 0.3-0.5 GB)",
+    )
+    parser.add_argument(
         "--open", dest="open_browser", action="store_true", help="open a web browser"
     )
     return parser
@@ -71,6 +79,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         allowed_root=args.allowed_root,
         cull_idle_s=args.cull_idle,
         pool_size=args.pool_size,
+        max_kernels=args.max_kernels,
     )
 
 

@@ -33,6 +33,7 @@ import dali_gallery.gallery.serve as serve_mod
 from dali_gallery.gallery.serve import (
     ALLOWED_ROOT_ENV,
     DEFAULT_IMAGES_DIR,
+    DEFAULT_MAX_KERNELS,
     DEFAULT_POOL_SIZE,
     GALLERY_NOTEBOOK,
     IMAGES_ENV,
@@ -991,3 +992,24 @@ def test_serve_entry_point_runs_and_stops(tmp_path):
     output = log.read_text(errors="replace")
     assert f"images from {DEFAULT_IMAGES_DIR.resolve()}" in output
     assert shutil.which("env") is not None
+
+
+def test_max_kernels_is_an_option_of_the_command_line(monkeypatch, capsys):
+    """`dali-gallery serve --max-kernels N` reaches Voilà's kernel manager; a limit not above
+    the pool size is refused before anything starts, saying why."""
+    import argparse
+
+    from dali_gallery.gallery import serve_cli
+
+    seen = {}
+    monkeypatch.setattr(serve_cli, "serve", lambda **kw: seen.update(kw) or 0)
+    parser = serve_cli.main_args(argparse.ArgumentParser())
+    assert serve_cli.run_from_args(parser.parse_args(["--max-kernels", "5"])) == 0
+    assert seen["max_kernels"] == 5
+    assert serve_cli.run_from_args(parser.parse_args([])) == 0
+    assert seen["max_kernels"] == DEFAULT_MAX_KERNELS
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, max_kernels=5)
+    assert "--GalleryKernelManager.max_kernels=5" in cmd
+    monkeypatch.undo()
+    assert serve_cli.serve(pool_size=2, max_kernels=2, port=1) == 2
+    assert "max_kernels must be more than pool_size" in capsys.readouterr().err
