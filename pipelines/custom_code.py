@@ -52,6 +52,7 @@ OWN_NAMES = frozenset({
     "check_categories", "image_problem", "check_images", "box_problem", "clipped_box",
     "rle_counts", "rle_problem", "segmentation_problem", "keypoints_problem",
     "annotation_problem", "clean_annotation", "check_entries", "listed_files", "MASK_ID_MAX",
+    "drawable_masks",  # pipelines.coco_masks, carried with the checks
 })
 """Top-level names of the generated modules besides the module imports and the graph helpers
 (:func:`reserved_names` adds those)."""
