@@ -16,10 +16,8 @@ from dali_gallery.gallery.row import tile_px
 from dali_gallery.gallery.sweep import choice_params, choice_values, plan_row, sweep_values
 from dali_gallery.gallery.view import GalleryView, slug
 from dali_gallery.pipelines.catalog import CATALOG, Catalog
-from dali_gallery.pipelines.custom import custom_op
-from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.images import collect
-from dali_gallery.pipelines.params import Param
+from tests.gallery.custom_rows import custom_gallery, explodes_catalog
 from tests.support import CPU_OPS, GPU_ONLY_OPS, SAMPLES
 
 pytestmark = pytest.mark.timeout(300)
@@ -250,22 +248,8 @@ def test_no_images_says_so():
     view.close()
 
 
-def _explodes(image, strength):
-    if float(strength) > 0.5:  # past the default: registration's trial run passes
-        raise ValueError(f"strength {float(strength)} exploded")
-    return image
-
-
 def test_a_failing_operator_names_itself_and_the_rest_render(squares):
-    catalog = Catalog(list(CATALOG.values()))
-    custom_op("custom.explodes", "Fails on purpose.", magnitude="strength", catalog=catalog,
-              params=(Param("strength", "float", 0.5, "How hard", bounds=(0, 1),
-                            slider=(0, 1), step=0.1, neutral=0.0, runtime=True),))(_explodes)
-    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
-                       engine=PreviewEngine("cpu", catalog=catalog))
-    view.category.value = "custom"
-    view.set_arrays(squares[:1])
-    assert view.wait_idle(60)
+    view = custom_gallery(explodes_catalog(), squares[:1])
     bad = view.results["custom.explodes"]
     assert bad.error and "custom.explodes" in bad.error and "strength" in bad.error
     assert "exploded" in bad.error

@@ -14,8 +14,8 @@ from dali_gallery.gallery.bench import bench_images
 from dali_gallery.gallery.view import GalleryView
 from dali_gallery.pipelines.catalog import CATALOG, Catalog, unregister
 from dali_gallery.pipelines.custom import custom_op
-from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.params import Param
+from tests.gallery.custom_rows import custom_gallery, explodes_catalog
 from tests.support import SAMPLES
 
 pytestmark = pytest.mark.timeout(300)
@@ -57,25 +57,11 @@ def test_a_card_on_its_way_when_the_filter_changes_still_reaches_the_page(square
         view.close()
 
 
-def _explodes(image, strength):
-    if float(strength) > 0.5:  # past the default: registration's trial run passes
-        raise ValueError(f"strength {float(strength)} exploded")
-    return image
-
-
 def test_the_status_counts_the_cards_shown_rendered_before_or_not(squares):
     """A filter showing rows rendered before said "0 operators in 0.0 s", and named none of
     the failed rows on the page."""
-    catalog = Catalog(list(CATALOG.values()))
-    custom_op("custom.explodes", "Fails on purpose.", magnitude="strength", catalog=catalog,
-              params=(Param("strength", "float", 0.5, "How hard", bounds=(0, 1),
-                            slider=(0, 1), step=0.1, neutral=0.0, runtime=True),))(_explodes)
-    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
-                       engine=PreviewEngine("cpu", catalog=catalog))
+    view = custom_gallery(explodes_catalog(), squares[:1])
     try:
-        view.category.value = "custom"
-        view.set_arrays(squares[:1])
-        assert view.wait_idle(60)
         assert "3 operators in" in view.status.value
         renders = view.engine.renders
         view.search.value = "explodes"
@@ -138,12 +124,8 @@ def test_a_custom_operator_registered_again_renders_again(squares):
     rendered it kept the old function's tiles and description on every later filter; one
     removed from the catalog must leave the page, not break it."""
     catalog = Catalog(list(CATALOG.values()))
-    view = GalleryView(device="cpu", size=128, max_images=1, catalog=catalog,
-                       engine=PreviewEngine("cpu", catalog=catalog))
+    view = custom_gallery(catalog, squares[:1])
     try:
-        view.category.value = "custom"
-        view.set_arrays(squares[:1])
-        assert view.wait_idle(60)
         custom_op("custom.shade", "Darkens.", magnitude="amount", catalog=catalog,
                   params=AMOUNT)(_darken)
         view.search.value = "shade"  # a new operator shows at the next filter change
