@@ -212,7 +212,7 @@ class PreviewEngine:
             self._reset.before_run(built, advance)
             feed(built.pipe, feeds)
             outputs = built.pipe.run()
-            moved = None  # the labels first: their Python runs while the GPU works
+            moved = None  # the labels first: their Python may overlap the GPU's work
             if labels is not None and chain_labels is not None:
                 moved = read_labels(outputs, built.chain, 1 + len(built.chain.records), labels,
                                     chain_labels.min_kept)

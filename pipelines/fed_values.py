@@ -76,9 +76,10 @@ def tensors(values: Mapping[str, np.ndarray], table: Layout, batch: int) -> dict
 
 
 def feed(pipe: Any, inputs: Mapping[str, Any]) -> None:
-    """Feed a built pipeline: a ``TensorListCPU`` straight to the backend (what
+    """Feed a built pipeline: a ``TensorListCPU`` (the values' tensors, and the engine's image
+    and label batches, :mod:`pipelines.input_batches`) straight to the backend (what
     ``Pipeline.feed_input`` ends with, without its ~20 us of Python a call), anything else
-    (the images, the labels) through ``feed_input``."""
+    through ``feed_input``."""
     from nvidia.dali.tensors import TensorListCPU
 
     for name, data in inputs.items():

@@ -99,19 +99,25 @@ class _Built:
         self.reset = None
 
 
+def _waits_for_the_restore(reset: RngReset, built: _Built, call) -> None:
+    """Schedule ``built``'s restore (held at its start), run ``call`` in a thread: it must not
+    return before the restore is let go, and must return after."""
+    reset.after_render(built, stream=False)
+    assert built.pipe.started.wait(5)
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (call(), done.set()))
+    thread.start()
+    assert not done.wait(0.1)  # still restoring
+    built.pipe.release.set()
+    assert done.wait(5)
+    thread.join()
+
+
 def test_the_next_run_waits_for_the_restore_and_raises_its_failure():
     reset = RngReset()
     try:
         ok = _Built(_Pipe())
-        reset.after_render(ok, stream=False)
-        assert ok.pipe.started.wait(5)
-        done = threading.Event()
-        waiter = threading.Thread(target=lambda: (reset.before_run(ok, False), done.set()))
-        waiter.start()
-        assert not done.wait(0.1)  # still restoring: the run must not start
-        ok.pipe.release.set()
-        assert done.wait(5)
-        waiter.join()
+        _waits_for_the_restore(reset, ok, lambda: reset.before_run(ok, False))  # no run yet
         assert ok.pipe.restores == ["dali-gallery-rng-reset_0"] and ok.reset is None
 
         bad = _Built(_Pipe(fail=True))
@@ -137,15 +143,7 @@ def test_a_pipeline_is_dropped_only_after_its_restore_ended(caplog):
     reset = RngReset()
     try:
         built = _Built(_Pipe())
-        reset.after_render(built, stream=False)
-        assert built.pipe.started.wait(5)
-        released = threading.Event()
-        dropper = threading.Thread(target=lambda: (reset.release(built), released.set()))
-        dropper.start()
-        assert not released.wait(0.1)  # still restoring: not dropped yet
-        built.pipe.release.set()
-        assert released.wait(5)
-        dropper.join()
+        _waits_for_the_restore(reset, built, lambda: reset.release(built))  # not dropped yet
         assert built.reset is None and built.pipe.restores
         bad = _Built(_Pipe(fail=True))
         bad.pipe.release.set()
