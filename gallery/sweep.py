@@ -199,7 +199,7 @@ def plan_row(spec: OpSpec, steps: int = STEPS) -> RowPlan:
     return RowPlan(spec.name, "defaults", None, (Column("defaults"),))
 
 
-def _validate(plan: RowPlan, catalog: Catalog) -> None:
+def validate_plan(plan: RowPlan, catalog: Catalog) -> None:
     """Every column must be a valid step (constraints between parameters included)."""
     for col in plan.columns:
         step = new_step(plan.op, catalog, **col.params)
@@ -225,6 +225,14 @@ def row_renders(plan: RowPlan, seed: int = 42,
     return [(Preset([step], seed=seed), len(plan.columns))]
 
 
+def column_presets(plan: RowPlan, seed: int = 42,
+                   catalog: Catalog = CATALOG) -> list[Preset]:
+    """One preset per column: the step "add" puts in the builder for it (fused rows render
+    each once: :mod:`.fused_rows`). Not for a "draws" row, whose columns are draws of one."""
+    return [Preset([new_step(plan.op, catalog, **col.params)], seed=seed)
+            for col in plan.columns]
+
+
 def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
                images: Sequence[int] | None = None,
                catalog: Catalog = CATALOG) -> RowResult:
@@ -242,7 +250,7 @@ def render_row(engine: PreviewEngine, plan: RowPlan, *, seed: int = 42,
     t0 = time.perf_counter()
     what = f" at {plan.param}={plan.values}" if plan.param else ""
     try:
-        _validate(plan, catalog)
+        validate_plan(plan, catalog)
         step = new_step(plan.op, catalog)
         if plan.mode == "sweep":
             assert plan.param is not None

@@ -40,9 +40,10 @@ from dali_gallery.widgets.style import close_tree
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 
 from .card_queue import CardQueue
+from .fused_rows import RowRenderer
 from .gallery_images import decode_first, encode_arrays, problem_text
 from .row import CardZoom, Row, Strips, row_strips, slug, tile_px
-from .sweep import STEPS, RowResult, ahead_order, gallery_ops, plan_row, render_row
+from .sweep import STEPS, RowResult, gallery_ops
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls, summary
 
@@ -90,6 +91,7 @@ class GalleryView:
         self.max_images = max_images
         self.steps = steps
         self.seed = seed
+        self.fuse_rows = True  # rows a chunk per pipeline (:mod:`.fused_rows`); False: alone
         self.results: dict[str, RowResult] = {}
         self.problems: list[ImageProblem] = []
         self._unread: list[ImageProblem] = []  # files not read (problems: + not decoded)
@@ -282,7 +284,12 @@ class GalleryView:
         device = describe(self.engine.device)
         cards: list[Future[None]] = []
         rendered = 0
-        for k, op in enumerate(self._trace_ahead(job.ops)):
+        with self._lock:
+            todo = [op for op in job.ops if op not in self.results]
+        rows = RowRenderer(self.engine, self.catalog, job.ops, todo, steps=self.steps,
+                           seed=self.seed, fuse=self.fuse_rows)
+        self.stats["traced_ahead"] = rows.traced_ahead
+        for k, op in enumerate(rows.order):
             self.cards.wait_turn(k, lambda: not self._current(job.gen))
             if not self._current(job.gen):
                 break
@@ -293,8 +300,7 @@ class GalleryView:
                 continue
             if result is None:
                 self._say(f"rendering {op} ({k + 1}/{len(job.ops)}) on {device}")
-                result = render_row(self.engine, plan_row(spec, self.steps),
-                                    seed=self.seed, catalog=self.catalog)
+                result = rows.render(spec)
                 rendered += 1
             with self._lock:
                 if job.gen != self._gen:
@@ -313,6 +319,7 @@ class GalleryView:
                 return
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
             self.stats["rendered"] = rendered
+            self.stats["fused_chunks"] = (rows.fused_chunks, rows.failed_chunks)
         self.cards.deliver(lambda: self._finish(job), self._ui_error)
 
     def _card(self, job: _Job, spec: OpSpec, result: RowResult, originals: list[np.ndarray],
@@ -323,14 +330,6 @@ class GalleryView:
         strips = row_strips(result, originals, px, labels)
         self.cards.deliver(lambda: self._publish(job.key, spec, result, strips,
                                                  (originals, names), labels), self._ui_error)
-
-    def _trace_ahead(self, ops: list[str]) -> list[str]:
-        """Worker thread: the rows in the order to render them (:func:`sweep.ahead_order`)."""
-        with self._lock:
-            todo = [op for op in ops if op not in self.results]
-        order, self.stats["traced_ahead"] = ahead_order(self.engine, self.catalog, ops, todo,
-                                                        self.steps, self.seed)
-        return order
 
     def _delivered(self, outcome: Outcome[_Job, None]) -> None:
         """Main thread: a job that raised is a bug; say so if its generation is current."""

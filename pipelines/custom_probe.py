@@ -162,6 +162,19 @@ def warm_gpu(items: Sequence[tuple[str, Callable[..., Any], Sequence[Param]]]) -
                          type(e).__name__, e)
 
 
+def warm_custom(device: str, specs: Sequence[Any]) -> list[str]:
+    """On the GPU: import CuPy and compile the kernels of the custom operators among
+    ``specs`` in a background thread (:func:`warm_gpu`), and return their names; on the CPU
+    (NumPy, nothing to compile) none."""
+    specs = [s for s in specs if s.custom and "gpu" in s.devices]
+    if device != "gpu" or not specs:
+        return []
+    items = [(s.name, s.function, s.params) for s in specs]
+    threading.Thread(target=warm_gpu, args=(items,), daemon=True,
+                     name="dali-gallery-cupy-warm").start()
+    return [s.name for s in specs]
+
+
 def probe_image(shape: tuple[int, int, int]) -> np.ndarray:
     """A uint8 image whose every pixel and channel differs from its neighbours."""
     return (np.arange(np.prod(shape), dtype=np.int64).reshape(shape) * 37 % 251).astype(np.uint8)

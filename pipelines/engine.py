@@ -19,7 +19,6 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -33,10 +32,11 @@ import numpy as np
 from .catalog import CATALOG, Catalog
 from .codegen import Chain, feed_name, preview_module
 from .custom_budget import check_custom_time
-from .custom_probe import warm_gpu
+from .custom_probe import warm_custom
 from .device import Device, resolve
 from .display import encode_tiles
 from .fed_values import feed
+from .fused_render import FusedRenders
 from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
@@ -101,6 +101,7 @@ class PreviewEngine:
         self._batches = InputBatches()
         self._ahead: TraceAhead | None = None
         self._reset = RngReset()
+        self._fused = FusedRenders()
 
     # ---- images -------------------------------------------------------------------------------
 
@@ -252,6 +253,17 @@ class PreviewEngine:
         return self.render(preset, draws=k, images=images,
                            _override={feed_name(0, param): per_sample})
 
+    def render_fused(self, presets: Sequence[Preset | dict | str], *,
+                     images: Sequence[int] | None = None) -> list[Render]:
+        """The first draw of each preset, as :meth:`render` gives it, from one DALI pipeline
+        that runs their chains side by side (:mod:`.fused_render`: no conditionals, Python
+        operators or labels). A DALI failure raises ``FusedError``: render them alone."""
+        return self._fused.render(self, presets, images)
+
+    def fusible(self, preset: Preset | dict | str) -> bool:
+        """Whether ``preset`` can be one of :meth:`render_fused`'s presets here."""
+        return self._fused.member(self, preset) is not None
+
     def trace_ahead(self, renders: Sequence[tuple[Preset, int]],
                     workers: int | None = None) -> int:
         """Start tracing, in worker processes, the pipelines of these future renders
@@ -281,16 +293,8 @@ class PreviewEngine:
         return self._ahead.start(jobs)
 
     def warm_custom(self, ops: Sequence[str]) -> list[str]:
-        """On the GPU: import CuPy and compile the kernels of these custom operators in a
-        background thread (:func:`.custom_probe.warm_gpu`), and return them; on the CPU
-        (NumPy, nothing to compile) none."""
-        specs = [s for s in map(self.catalog.__getitem__, ops) if s.custom and "gpu" in s.devices]
-        if self.device != "gpu" or not specs:
-            return []
-        items = [(s.name, s.function, s.params) for s in specs]
-        threading.Thread(target=warm_gpu, args=(items,), daemon=True,
-                         name="dali-gallery-cupy-warm").start()
-        return [s.name for s in specs]
+        """Warm these custom operators' CuPy kernels (:func:`.custom_probe.warm_custom`)."""
+        return warm_custom(self.device, [self.catalog[op] for op in ops])
 
     def code(self, preset: Preset, tail: bool = False) -> str:
         """The preview module source (what the engine builds; handy for debugging)."""
@@ -302,6 +306,7 @@ class PreviewEngine:
 
     def close(self) -> None:
         """Release pipelines (and the GPU memory pools DALI keeps) and temporary files."""
+        self._fused.close(self)
         self._reset.close()
         self._pipes.clear()
         if self._ahead is not None:

@@ -52,12 +52,13 @@ def module_source(table: Layout) -> str:
             "    return FED_NODES[name]")
 
 
-def fed_nodes(module: Any) -> None:
+def fed_nodes(module: Any, prefix: str = PREFIX) -> None:
     """Make the module's fed inputs (one ``external_source`` per value) in the pipeline being
-    traced, for its ``P``."""
+    traced, for its ``P``; ``prefix`` starts their names (a fused pipeline gives each of its
+    chains its own: :mod:`pipelines.fused_render`)."""
     from nvidia.dali import fn, types
 
-    module.FED_NODES = {name: fn.external_source(name=PREFIX + name, dtype=getattr(types, t))
+    module.FED_NODES = {name: fn.external_source(name=prefix + name, dtype=getattr(types, t))
                         for name, (t, _) in module.FED.items()}
 
 
