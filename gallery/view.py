@@ -5,7 +5,8 @@ or choices (:mod:`gallery.sweep`), each column labelled with its value and an "a
 size control sets how large tiles are shown, and clicking a tile opens a large view of it in its
 card with the original beside it. Rows render on the widgets' render scheduler
 (:mod:`widgets.scheduler`: one job at a time, the newest wins) and stream in with a progress bar;
-their cards are made on a cards thread while DALI renders on (:mod:`.card_queue`).
+their cards are made on a cards thread while DALI renders on (:mod:`.card_queue`); most rows
+render a chunk (a category) per DALI pipeline (:mod:`.fused_rows`).
 Every change of images, size or filter starts a new generation; the job of an older one stops at
 its next row, so an outdated render never reaches the page. Cards stay valid across filter changes
 (only the images and the size invalidate them), so filtering never renders again. Widget changes
