@@ -56,7 +56,8 @@ class RowRenderer:
         self.fuse = fuse
         self.order, self.traced_ahead = ahead_order(engine, catalog, list(ops), list(todo),
                                                     steps, seed)
-        self._order = [op for op in self.order if op in set(todo)]
+        pending = set(todo)
+        self._order = [op for op in self.order if op in pending]
         self._done: dict[str, RowResult] = {}
         self._alone: set[str] = set()
         self.fused_chunks = 0
@@ -67,7 +68,6 @@ class RowRenderer:
         done = self._done.pop(spec.name, None)
         if done is not None:
             return done
-        plan = plan_row(spec, self.steps)
         if self.fuse and spec.name not in self._alone:
             chunk = self._chunk(spec.name)
             if chunk:
@@ -75,7 +75,8 @@ class RowRenderer:
                 done = self._done.pop(spec.name, None)
                 if done is not None:
                     return done
-        return render_row(self.engine, plan, seed=self.seed, catalog=self.catalog)
+        return render_row(self.engine, plan_row(spec, self.steps), seed=self.seed,
+                          catalog=self.catalog)
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -95,9 +96,9 @@ class RowRenderer:
 
     def _chunk(self, first: str) -> list[tuple[RowPlan, list[Preset]]]:
         """``first``'s row and the fusible rows right after it in the same category."""
-        start = self._order.index(first) if first in self._order else -1
-        if start < 0:
+        if first not in self._order:
             return []
+        start = self._order.index(first)
         category = self.catalog[first].category
         images = self.engine.images
         per_column = max(1, sum(a.shape[0] * a.shape[1] for a in images))

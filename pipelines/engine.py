@@ -41,7 +41,7 @@ from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
-from .pipeline_cache import PipelineCache, load_built
+from .pipeline_cache import PipelineCache, load_or_build
 from .preset import Preset, Step
 from .preview_pipeline import ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
@@ -377,19 +377,14 @@ class PreviewEngine:
         operators cannot be serialized, so chains with one are always traced."""
         key = self._cache_key(code, preset, batch, tail, chain)
         tail = tail and preset.output is not None
-        if key is not None:
-            if self._ahead is not None:  # a worker tracing it: wait, then load it
-                self._ahead.wait(key)
-            loaded = load_built(self.cache, key, self.device, self.num_threads)
-            if loaded is not None:
-                self.cache_hits += 1
-                return loaded
-        pipe = build_pipeline(module, preset.seed, batch, self.device, self.num_threads, tail,
-                              chain.checkpoints, chain.conditionals, chain.labels)
-        pipe.build()
-        checkpoint = pipe.checkpoint() if chain.checkpoints else None
-        if key is not None:
-            self.cache.store(key, pipe.serialize(), checkpoint is not None)
+        if key is not None and self._ahead is not None:  # a worker tracing it: wait for it
+            self._ahead.wait(key)
+        pipe, checkpoint, loaded = load_or_build(
+            self.cache, key, self.device, self.num_threads,
+            lambda: build_pipeline(module, preset.seed, batch, self.device, self.num_threads,
+                                   tail, chain.checkpoints, chain.conditionals, chain.labels),
+            chain.checkpoints)
+        self.cache_hits += loaded
         return pipe, checkpoint
 
     def _discard(self, built: _Built) -> None:

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
 from .fed_values import PREFIX, fed_nodes, feed
-from .pipeline_cache import load_built
+from .pipeline_cache import load_or_build
 from .preset import Preset
 from .preview_pipeline import EXECUTOR, fed_arrays
 from .render_budget import check_plan, plan_render
@@ -58,10 +58,10 @@ def branch_prefix(j: int) -> str:
     return f"b{j}_{PREFIX}"
 
 
-def fusible(chain: Chain, custom: bool) -> bool:
-    """Whether a chain can be a branch of a fused pipeline (see the module docstring)."""
-    return (not chain.conditionals and chain.checkpoints and chain.labels is None
-            and not custom)
+def fusible(chain: Chain) -> bool:
+    """Whether a chain without Python operators can be a branch of a fused pipeline (see the
+    module docstring)."""
+    return not chain.conditionals and chain.checkpoints and chain.labels is None
 
 
 def build_fused(modules: Sequence[ModuleType], seed: int, batch: int, device: Device,
@@ -94,9 +94,8 @@ def build_fused(modules: Sequence[ModuleType], seed: int, batch: int, device: De
 class _Fused:
     pipe: Any
     checkpoint: bytes | None
-    chains: list[Chain]
     reset: Future[None] | None = None
-    runs: int = 0
+    """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
 
 
 @dataclass
@@ -105,7 +104,6 @@ class _Member:
     key: str | None
     code: str
     chain: Chain
-    fed: dict[str, Any] = field(default_factory=dict)
 
 
 class FusedRenders:
@@ -124,7 +122,7 @@ class FusedRenders:
                 for _, s in preset.active_ops()):
             return None
         code, chain = engine._module(preset, False, None, key)
-        return _Member(preset, key, code, chain) if fusible(chain, False) else None
+        return _Member(preset, key, code, chain) if fusible(chain) else None
 
     def members(self, engine: PreviewEngine, presets: Sequence[Preset | dict | str]
                 ) -> list[_Member]:
@@ -170,7 +168,6 @@ class FusedRenders:
             engine._reset.before_run(built, False)
             feed(built.pipe, feeds)
             outputs = built.pipe.run()
-            built.runs += 1
             parts, at = [], 0
             for m in members:
                 width = 1 + len(m.chain.records)
@@ -221,20 +218,13 @@ class FusedRenders:
             return self._pipes[key], False
         cache_key = (engine.cache.key(GRAPH, codes, seed, batch, engine.device)
                      if engine.cache.enabled else None)
-        loaded = (load_built(engine.cache, cache_key, engine.device, engine.num_threads)
-                  if cache_key is not None else None)
-        if loaded is not None:
-            engine.cache_hits += 1
-            pipe, checkpoint = loaded
-        else:
-            modules = [engine._modules.load(code)[0] for code in codes]
-            pipe = build_fused(modules, seed, batch, engine.device, engine.num_threads)
-            pipe.build()
-            checkpoint = pipe.checkpoint()
-            if cache_key is not None:
-                engine.cache.store(cache_key, pipe.serialize(), True)
+        pipe, checkpoint, loaded = load_or_build(
+            engine.cache, cache_key, engine.device, engine.num_threads,
+            lambda: build_fused([engine._modules.load(code)[0] for code in codes], seed, batch,
+                                engine.device, engine.num_threads), True)
+        engine.cache_hits += loaded
         engine.builds += 1
-        built = _Fused(pipe, checkpoint, [m.chain for m in members])
+        built = _Fused(pipe, checkpoint)
         self._pipes[key] = built
         while len(self._pipes) > MAX_KEPT:
             engine._reset.release(self._pipes.popitem(last=False)[1])

@@ -19,6 +19,7 @@ import logging
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,19 @@ def load_built(cache: PipelineCache, key: str, device: str,
         cache.discard(key)
         return None
     return pipe, checkpoint
+
+
+def load_or_build(cache: PipelineCache, key: str | None, device: str, num_threads: int,
+                  make: Callable[[], Any], checkpoints: bool) -> tuple[Any, bytes | None, bool]:
+    """(pipeline, checkpoint, loaded): the cache's entry for ``key``, else ``make()`` built,
+    checkpointed when ``checkpoints`` and stored under ``key`` (None: not cached)."""
+    if key is not None:
+        loaded = load_built(cache, key, device, num_threads)
+        if loaded is not None:
+            return (*loaded, True)
+    pipe = make()
+    pipe.build()
+    checkpoint = pipe.checkpoint() if checkpoints else None
+    if key is not None:
+        cache.store(key, pipe.serialize(), checkpoint is not None)
+    return pipe, checkpoint, False

@@ -130,6 +130,16 @@ def sample_arrays(count: int, max_side: int | None = None) -> list[np.ndarray]:
     return out
 
 
+def sample_engine(count: int) -> Any:
+    """A 2-thread CPU engine on the first ``count`` bundled samples (default pipeline cache)."""
+    from dali_gallery.pipelines.engine import PreviewEngine
+
+    eng = PreviewEngine("cpu", num_threads=2)
+    assert eng.set_images(SAMPLES) == []
+    eng.set_arrays(eng.images[:count], eng.names[:count])
+    return eng
+
+
 def cpu_engine(arrays: list[np.ndarray], cache: Any) -> Any:
     """A 2-thread CPU engine on ``arrays`` with this pipeline cache."""
     from dali_gallery.pipelines.engine import PreviewEngine

@@ -12,14 +12,12 @@ from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.engine import MAX_BATCH, PreviewEngine, StepError
 from dali_gallery.pipelines.params import Param
 from dali_gallery.pipelines.preset import Preset, Uniform, load, new_step
-from tests.support import SAMPLES, preset_dict
+from tests.support import preset_dict, sample_engine
 
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = PreviewEngine("cpu", num_threads=2)
-    assert eng.set_images(SAMPLES) == []
-    eng.set_arrays(eng.images[:3], eng.names[:3])
+    eng = sample_engine(3)
     yield eng
     eng.close()
 

@@ -13,7 +13,7 @@ from dali_gallery.pipelines.budget import Budget
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.preset import Group, load
 from dali_gallery.pipelines.render_budget import BudgetError, check_plan, plan_render
-from tests.support import SAMPLES, preset_dict
+from tests.support import preset_dict, sample_engine
 
 H = {"op": "flip", "params": {"horizontal": True, "vertical": False}}
 V = {"op": "flip", "params": {"horizontal": False, "vertical": True}}
@@ -22,9 +22,7 @@ HV = {"op": "flip", "params": {"horizontal": True, "vertical": True}}
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = PreviewEngine("cpu", num_threads=2)
-    assert eng.set_images(SAMPLES) == []
-    eng.set_arrays(eng.images[:3], eng.names[:3])
+    eng = sample_engine(3)
     yield eng
     eng.close()
 

@@ -13,14 +13,12 @@ import pytest
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.rng_reset import RngReset
-from tests.support import SAMPLES, preset_dict
+from tests.support import SAMPLES, preset_dict, sample_engine
 
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = PreviewEngine("cpu", num_threads=2)
-    assert eng.set_images(SAMPLES) == []
-    eng.set_arrays(eng.images[:2], eng.names[:2])
+    eng = sample_engine(2)
     yield eng
     eng.close()
 
