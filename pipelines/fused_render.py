@@ -27,6 +27,7 @@ from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
 from .fed_values import PREFIX, fed_nodes, feed
+from .origin_trace import lean_traces
 from .pipeline_cache import load_or_build
 from .preset import Preset
 from .preview_pipeline import EXECUTOR, fed_arrays
@@ -85,9 +86,10 @@ def build_fused(modules: Sequence[ModuleType], seed: int, batch: int, device: De
             outputs += [out.cpu() if device == "gpu" else out, *records]
         return tuple(outputs)
 
-    return fused(batch_size=batch, num_threads=threads,
-                 device_id=0 if device == "gpu" else None, seed=seed, prefetch_queue_depth=1,
-                 enable_checkpointing=True, **EXECUTOR)
+    with lean_traces():
+        return fused(batch_size=batch, num_threads=threads,
+                     device_id=0 if device == "gpu" else None, seed=seed,
+                     prefetch_queue_depth=1, enable_checkpointing=True, **EXECUTOR)
 
 
 @dataclass

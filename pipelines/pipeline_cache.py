@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .origin_trace import LAYOUT
+
 CACHE_ENV = "DALI_GALLERY_CACHE"
 MAX_BYTES = 512 * 1024 * 1024
 _MAGIC = b"DGPC1"
@@ -59,7 +61,7 @@ class PipelineCache:
         """A key for a pipeline, from the DALI version and whatever shapes its graph."""
         import nvidia.dali
 
-        digest = hashlib.sha256(nvidia.dali.__version__.encode())
+        digest = hashlib.sha256(f"{nvidia.dali.__version__}\0{LAYOUT}".encode())
         for part in parts:
             digest.update(b"\0" + repr(part).encode())
         return digest.hexdigest()[:40]

@@ -22,6 +22,7 @@ from .device import HW_DECODER_LOAD, Device
 from .fed_values import fed_nodes, layout, tensors
 from .generated_module import import_source
 from .label_code import LabelSet
+from .origin_trace import lean_traces
 from .preset import Group, Preset, Step, Uniform
 
 EXECUTOR = {"exec_pipelined": True, "exec_async": True, "exec_dynamic": True}
@@ -86,15 +87,16 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
             kept = [*kept, *tail_kept]
         return (images, *records, *moved, *kept)
 
-    return preview(
-        batch_size=batch,
-        num_threads=threads,
-        device_id=0 if device == "gpu" and not trace_only else None,
-        seed=seed,
-        prefetch_queue_depth=1,
-        enable_checkpointing=checkpointing,
-        **EXECUTOR,
-    )
+    with lean_traces():  # the graph is traced here; operators record no DALI-internal frames
+        return preview(
+            batch_size=batch,
+            num_threads=threads,
+            device_id=0 if device == "gpu" and not trace_only else None,
+            seed=seed,
+            prefetch_queue_depth=1,
+            enable_checkpointing=checkpointing,
+            **EXECUTOR,
+        )
 
 
 def _label_inputs(fed: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:

@@ -1,0 +1,97 @@
+"""Lean origin traces: the preview's pipelines record no DALI-internal frames, other pipelines
+keep DALI's full traces, and a run-time error in a pipeline loaded from the cache still names
+its step."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from dali_gallery.pipelines.engine import PreviewEngine, StepError
+from dali_gallery.pipelines.origin_trace import lean_traces
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preset import load
+from tests.support import preset_dict
+
+
+def _dali_dir() -> bytes:
+    import nvidia.dali
+
+    return os.path.dirname(os.path.abspath(nvidia.dali.__file__)).encode()
+
+
+def _policy_pipeline():
+    """A rand_augment pipeline written as DALI's documentation does: its operators are made
+    inside DALI's auto_aug code."""
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali.auto_aug import rand_augment
+
+    @pipeline_def(enable_conditionals=True, batch_size=2, num_threads=1, device_id=None, seed=1)
+    def policy():
+        images = fn.external_source(name="images", layout="HWC", dtype=types.UINT8)
+        return rand_augment.rand_augment(images, n=1, m=5)
+
+    return policy()
+
+
+def test_lean_traces_drop_dali_frames_and_keep_the_callers():
+    full = _policy_pipeline().serialize()
+    with lean_traces():
+        lean = _policy_pipeline().serialize()
+    assert _dali_dir() in full  # DALI's own default, untouched outside the block
+    assert _dali_dir() not in lean
+    assert os.path.basename(__file__).encode() in lean  # the defining code's frames stay
+    assert len(lean) < len(full) / 2
+
+
+def test_other_threads_keep_full_traces_while_a_preview_is_traced():
+    """The switch is per thread: a kernel thread defining its own pipeline meanwhile keeps
+    DALI's frames."""
+    inside, outside = threading.Event(), threading.Event()
+    blobs: dict[str, bytes] = {}
+
+    def other():
+        inside.wait(30)
+        blobs["other"] = _policy_pipeline().serialize()
+        outside.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with lean_traces():
+        inside.set()
+        outside.wait(60)
+        blobs["lean"] = _policy_pipeline().serialize()
+    t.join()
+    assert _dali_dir() in blobs["other"] and _dali_dir() not in blobs["lean"]
+
+
+def test_nested_blocks_stay_lean_until_the_outer_one_ends():
+    with lean_traces():
+        with lean_traces():
+            pass
+        assert _dali_dir() not in _policy_pipeline().serialize()
+    assert _dali_dir() in _policy_pipeline().serialize()
+
+
+@pytest.mark.parametrize("policy", [False, True])
+def test_a_cached_pipeline_still_names_the_failing_step(tmp_path, policy):
+    """The step comes from the generated module's line in DALI's error: a pipeline loaded
+    from the cache (another engine, as a new kernel) must still carry it."""
+    steps = [{"op": "hue", "params": {"hue": 10.0}},
+             {"op": "crop", "params": {"crop_w": 4000.0, "crop_h": 4000.0,
+                                       "out_of_bounds_policy": "error"}}]
+    if policy:
+        steps.insert(0, {"op": "rand_augment", "params": {}})
+    bad = preset_dict(steps)
+    images = [np.full((64, 80, 3), 120, np.uint8), np.full((48, 48, 3), 60, np.uint8)]
+    cache = PipelineCache(tmp_path)
+    for run in range(2):
+        engine = PreviewEngine("cpu", cache=cache)
+        engine.set_arrays(images)
+        with pytest.raises(StepError) as err:
+            engine.render(load(bad))
+        assert (err.value.step, err.value.op) == (len(steps) - 1, "crop"), run
+        assert engine.cache_hits == run  # the second engine loaded it
