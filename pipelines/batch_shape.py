@@ -53,8 +53,10 @@ def _sizes(canvas: Canvas, step: Step, hw: Size) -> set[Size]:
     the step may be skipped)."""
     names = canvas.params
     choices = [_points(step.params[p]) for p in names]
-    out = {canvas.size(hw, {p: Span((v,)) for p, v in zip(names, combo, strict=True)})
-           for combo in itertools.product(*choices)}
+    out = set()
+    for combo in itertools.product(*choices):
+        values = {p: Span((v,)) for p, v in zip(names, combo, strict=True)}
+        out.add(canvas.fit(hw, canvas.size(hw, values), step.params))
     if step.probability < 1:
         out.add(hw)
     return out
@@ -80,10 +82,26 @@ def _step_sizes(step: Any, hw: Size, catalog: Catalog) -> set[Size]:
     return out
 
 
-def _keeps_size(step: Any, catalog: Catalog) -> bool:
+def _operators(step: Any) -> list[Step]:
+    """The step itself, or a group's enabled children."""
     children = getattr(step, "children", None)
-    steps = [c for c in children if c.enabled] if children is not None else [step]
-    return all(not catalog[s.op].canvas.params for s in steps)
+    return [c for c in children if c.enabled] if children is not None else [step]
+
+
+def _keeps_size(step: Any, catalog: Catalog) -> bool:
+    return all(not catalog[s.op].canvas.params
+               and catalog[s.op].canvas.varies(s.params, None) is None
+               for s in _operators(step))
+
+
+def _varies(step: Any, catalog: Catalog, hw: Size | None) -> str | None:
+    """Why the step's output sizes differ when every input is ``hw`` (None: any sizes), which
+    its canvas's :meth:`~pipelines.canvas.Canvas.size` cannot tell (its ``varies``), or None."""
+    for s in _operators(step):
+        why = catalog[s.op].canvas.varies(s.params, hw)
+        if why is not None:
+            return why if s is step else f"may pick {s.op}, which {why}"
+    return None
 
 
 def batch_shape(preset: Preset, catalog: Catalog = CATALOG) -> BatchShape:
@@ -94,6 +112,10 @@ def batch_shape(preset: Preset, catalog: Catalog = CATALOG) -> BatchShape:
         if _keeps_size(step, catalog):
             continue
         where = f"step {i} ({step.op})"
+        why = _varies(step, catalog, size)
+        if why is not None:
+            size, reason = None, f"{where} {why}"
+            continue
         if size is not None:
             outs = _step_sizes(step, size, catalog)
             if len(outs) == 1:

@@ -81,6 +81,18 @@ class Canvas:
         """What to change to make the output smaller, for an error message ("" if nothing)."""
         return f"lower {' and '.join(self.params)}" if self.params else ""
 
+    def varies(self, params: Mapping[str, object], hw: Size | None) -> str | None:
+        """Why samples may come out in different sizes with the step's build-time ``params``
+        when every input is ``hw`` (None: inputs of any sizes), beyond what :meth:`size` says
+        (a size drawn at run time, a window trimmed to each image); None when :meth:`fit` of
+        :meth:`size` is every sample's size. :mod:`pipelines.batch_shape` reads it: an upper
+        bound is enough for the render budget, not for saying a batch has one size."""
+        return None
+
+    def fit(self, hw: Size, out: Size, params: Mapping[str, object]) -> Size:
+        """``out`` (:meth:`size`) as the build-time ``params`` make it for an input of ``hw``."""
+        return out
+
 
 SAME = Canvas()
 
@@ -90,6 +102,9 @@ class Window(Canvas):
     """A window of the input whose size is drawn at run time: at most the input's size, and
     at least one pixel each way (the graph widens a thinner window: DALI's slice would cut
     an empty image, which later operators crash on)."""
+
+    def varies(self, params: Mapping[str, object], hw: Size | None) -> str | None:
+        return "draws each sample's window size"
 
 
 @dataclass(frozen=True)
@@ -181,9 +196,25 @@ class Fixed(Canvas):
 
     height: str
     width: str
+    policy: str | None = None
+    """The enum parameter saying what happens where the window leaves a smaller image
+    (``crop``'s ``out_of_bounds_policy``): DALI's ``"trim_to_shape"`` cuts the window to the
+    image, whose own size then shows through. None: always the full window (padded)."""
 
     def size(self, hw: Size, values: Values) -> Size:
         return math.ceil(values[self.height].hi), math.ceil(values[self.width].hi)
+
+    def _trims(self, params: Mapping[str, object]) -> bool:
+        return self.policy is not None and params.get(self.policy) == "trim_to_shape"
+
+    def varies(self, params: Mapping[str, object], hw: Size | None) -> str | None:
+        if hw is None and self._trims(params):
+            return (f"trims its window to images smaller than it ({self.policy} "
+                    "trim_to_shape; pad keeps one size)")
+        return None
+
+    def fit(self, hw: Size, out: Size, params: Mapping[str, object]) -> Size:
+        return (min(out[0], hw[0]), min(out[1], hw[1])) if self._trims(params) else out
 
     @property
     def params(self) -> tuple[str, ...]:

@@ -138,7 +138,7 @@ OPS = [
         ),
         magnitude="crop_pos_x",
         schema="Crop",
-        canvas=Fixed("crop_h", "crop_w"),
+        canvas=Fixed("crop_h", "crop_w", policy="out_of_bounds_policy"),
         labels=Warp("_shift_matrix({x}, {out}, {crop_pos_x}, {crop_pos_y})"),
         aliases=("CenterCrop", "RandomCrop", "Crop", "PadIfNeeded"),
     ),

@@ -35,6 +35,15 @@ CASES = {
     "random crop, then a drawn zoom-out": ([RRC, {"op": "paste",
                                                   "params": {"ratio": {"uniform": [1, 2]}}}],
                                            None),
+    # sizes drawn or trimmed at run time, after a step that fixed them: not one size again
+    "random crop, then a detection crop": ([RRC, {"op": "random_bbox_crop", "params": {}}],
+                                           None),
+    "crop trimmed to smaller images": ([{"op": "crop", "params": {
+        "crop_h": 80, "crop_w": 90, "out_of_bounds_policy": "trim_to_shape"}}], None),
+    "random crop, then a crop trimmed to it": ([RRC, {"op": "crop", "params": {
+        "crop_h": 80, "crop_w": 90, "out_of_bounds_policy": "trim_to_shape"}}], None),
+    "crop padded to smaller images": ([{"op": "crop", "params": {
+        "crop_h": 80, "crop_w": 90, "out_of_bounds_policy": "pad"}}], None),
     "tail with a crop": ([SPIN], TAIL),
     "tail without a crop": ([], {**TAIL, "crop": None}),
 }
