@@ -179,16 +179,20 @@ def _load_preset(path: str):
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from dali_gallery.pipelines.batch_shape import mixed_size_warning
     from dali_gallery.pipelines.export import export_code
     from dali_gallery.pipelines.label_code import LabelSet
 
     labels = None if args.labels is None else LabelSet(masks=args.labels == "masks")
-    code = export_code(_load_preset(args.preset), labels=labels)
+    preset = _load_preset(args.preset)
+    code = export_code(preset, labels=labels)
     out = Path(args.output)
     if not out.parent.is_dir():
         raise UsageError(f"cannot write {args.output!r}: folder {str(out.parent)!r} does not exist")
     out.write_text(code, encoding="utf-8")
     print(f"wrote {out} ({len(code.splitlines())} lines)")
+    if (warning := mixed_size_warning(preset)) is not None:  # as the builder: the module's
+        print(f"warning: {warning}", file=sys.stderr)  # PyTorch example would fail later
     return 0
 
 

@@ -198,3 +198,19 @@ def test_a_tail_that_fails_later_is_refused_by_export(tmp_path):
     out = cli("export", str(path), "-o", str(tmp_path / "x.py"))
     assert_one_paragraph(out, "output: crop [224, 224] is not allowed with resize_shorter 128")
     assert not (tmp_path / "x.py").exists()
+
+
+def test_export_warns_when_batches_mix_image_sizes(tmp_path):
+    """The module's PyTorch iterator fails on a batch of mixed sizes ("The batch must be
+    representable as a tensor"): export says so, as the builder does, and still writes it."""
+    mixed, fixed = tmp_path / "mixed.json", tmp_path / "fixed.json"
+    mixed.write_text(json.dumps(preset_dict([
+        {"op": "random_resized_crop", "params": {"size": 48}},
+        {"op": "random_bbox_crop", "params": {}}])))
+    fixed.write_text(json.dumps(preset_dict([], output={"crop": [32, 32]})))
+    out = cli("export", str(mixed), "-o", str(tmp_path / "m.py"))
+    assert out.returncode == 0 and (tmp_path / "m.py").exists(), out.stderr
+    assert out.stderr.startswith("warning: Batches will mix image sizes (step 1 "
+                                 "(random_bbox_crop) draws each sample's window size)"), out.stderr
+    out = cli("export", str(fixed), "-o", str(tmp_path / "f.py"))
+    assert out.returncode == 0 and out.stderr == "", out.stderr
