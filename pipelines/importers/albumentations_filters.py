@@ -64,8 +64,6 @@ def _coarse_convert(a: Args, c: Context) -> Conversion:
     if n_hi > n_lo:
         reasons.append(f"{n_lo} to {n_hi} holes: the extra holes each fire with p/2 "
                        "(a binomial count, Albumentations: uniform)")
-    if n_lo > 1:
-        reasons.append("the holes fire independently")
     return Conversion(steps, verdict=Verdict("different", reason="; ".join(reasons)))
 
 

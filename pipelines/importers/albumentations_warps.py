@@ -97,8 +97,6 @@ def _affine_convert(a: Args, c: Context, fixed: bool = False) -> Conversion:
     if len(conv.steps) > 1:
         reasons.append("rotation and scale/shear are two resampling passes (Albumentations: "
                        "one)")
-    if len(conv.steps) > 1 and not fixed:
-        reasons.append(f"the two steps fire independently with p={fmt(_p(a))}")
     for s in conv.steps:
         s["probability"] = 1.0 if fixed else _p(a)
     conv.verdict = Verdict("different", reason="; ".join(reasons)) if reasons else (

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..preset import GROUP_KEY, MAX_CHILDREN
 from .rules import Args, Refused, Rule, number, plain
 from .source import Call
 from .table import rule_for
@@ -48,6 +49,20 @@ def group_mode(e: Call, args: Args, children: list[Call]) -> GroupMode:
         raise Refused(f"SomeOf(n={k}, replace=True) may apply a transform twice; a group picks "
                       "distinct transforms", "SomeOf(replace=False)")
     return GroupMode(None) if k >= n else GroupMode(k)
+
+
+def one_coin(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The steps of one transform with its own p (Albumentations' Affine, Resize,
+    CoarseDropout) as a group that applies them all on that one coin: as separate steps each
+    would fire on its own coin (a resize without its crop, a rotation without its zoom).
+    None where they need no group (p 1 or 0) or cannot be one (a group already, too many)."""
+    if not 2 <= len(steps) <= MAX_CHILDREN or any(GROUP_KEY in s for s in steps):
+        return None
+    p = max(s["probability"] for s in steps)
+    if not 0 < p < 1:
+        return None
+    inner = [{**s, "probability": round(s["probability"] / p, 6)} for s in steps]
+    return {GROUP_KEY: inner, "probability": p, "pick": len(inner)}
 
 
 def strict_of(e: Call, args: Args) -> bool:

@@ -17,10 +17,10 @@ from ..catalog import CATALOG, Catalog
 from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, Preset, PresetError, load
 from ..preset_output import validate_output
 from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
-from .containers import GroupMode, group_mode, strict_of, transforms_of
+from .containers import GroupMode, group_mode, one_coin, strict_of, transforms_of
 from .rules import Args, Context, Conversion, Refused, Rule, Verdict, fmt, number
 from .source import Call, Parsed
-from .table import rule_for
+from .table import rule_for, unknown_refusal
 
 Status = Literal["imported", "tail", "conversion", "not imported"]
 _TAIL_ORDER = ("resize_shorter", "crop")
@@ -126,6 +126,8 @@ class Converter:
                     if k not in in_tail:
                         item.notes.append("moved to the output tail: DALI normalises last")
                 continue
+            if conv is not None and (group := one_coin([s for _, s in built])) is not None:
+                built = [(built[0][0], group)]  # one transform's steps on its own coin
             for owners, s in built:
                 for owner in owners:
                     owner.steps.append(len(steps))
@@ -168,7 +170,7 @@ class Converter:
         self.libraries.add(e.library) if e.library != "custom" else None
         rule = rule_for(e.library, e.name)
         if e.library == "custom" or rule is None:
-            return self._refused(e, None, _unknown(e)), None, []
+            return self._refused(e, None, unknown_refusal(e)), None, []
         if rule.kind == "container":
             return self._container(e, rule, ctx)
         if rule.kind == "unsupported":
@@ -229,6 +231,13 @@ class Converter:
         several become a group that picks them all."""
         built = [s for part in parts for s in part.steps]
         item = next((it for part in parts for it in part.items), None)
+        for part in parts:  # one transform of several steps on its own coin
+            if len(part.items) == 1 and (group := one_coin([s for _, s in part.steps])):
+                if len(parts) == 1:  # the container's coin, then the transform's
+                    group["probability"] = round(group["probability"] * p, 6)
+                    return item, None, [(part.steps[0][0], group)]
+                part.items[0].notes.append(f"inside {e.name}, its {len(part.steps)} steps fire "
+                                           "on separate coins of its p (groups do not nest)")
         if len(built) <= 1:
             for _, s in built:
                 s["probability"] = round(s["probability"] * p, 6)
@@ -390,11 +399,3 @@ class Converter:
         return {"format": FORMAT, "version": VERSION, "name": name, "seed": 42, "steps": steps,
                 "output": output}
 
-
-def _unknown(e: Call) -> Refused:
-    if e.library == "custom":
-        return Refused(f"{e.name} is not a transform of torchvision or Albumentations (custom "
-                       "code is never imported or run)",
-                       "a custom operator (@custom_op) with the same code")
-    return Refused(f"{e.library}.{e.name} has no mapping in dali-gallery yet",
-                   "the catalog (`dali-gallery ops`)")

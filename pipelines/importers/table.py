@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from .rules import Rule
+from .rules import Refused, Rule
+from .source_types import Call
 
 LIBRARY_TITLES = {"torchvision": "torchvision.transforms (v1 and v2)",
                   "albumentations": "Albumentations"}
@@ -55,6 +56,16 @@ _ORDER = {"transform": 0, "conversion": 1, "container": 2, "unsupported": 3}
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def unknown_refusal(e: Call) -> Refused:
+    """Why a transform without a rule (or a user's own class) is not imported."""
+    if e.library == "custom":
+        return Refused(f"{e.name} is not a transform of torchvision or Albumentations (custom "
+                       "code is never imported or run)",
+                       "a custom operator (@custom_op) with the same code")
+    return Refused(f"{e.library}.{e.name} has no mapping in dali-gallery yet",
+                   "the catalog (`dali-gallery ops`)")
 
 
 if __name__ == "__main__":

@@ -214,3 +214,56 @@ def test_a_group_with_no_library_equivalent_stays_a_comment():
     weighted = load(preset_dict([{"one_of": flips, "pick": 2, "weights": [1, 2, 3]}]))
     assert "# step 0 (one_of): no albumentations equivalent" in to_library_code(
         weighted, "albumentations")
+
+
+def test_a_transform_of_several_steps_fires_them_on_its_one_coin():
+    """A.Resize(p=0.5) is resize + crop: on a coin each, a quarter of the images came out
+    resized without their crop and a quarter cropped without the resize, which Albumentations
+    never does (its output is the image or the 8x8 one). One group on the transform's coin."""
+    source = ALB.format("A.Resize(8, 8, p=0.5)")
+    preset = import_pipeline(source).preset
+    (group,) = preset.steps
+    assert isinstance(group, Group) and group.probability == 0.5 and group.picks_all()
+    assert [(c.op, c.probability) for c in group.children] == [("resize", 1.0), ("crop", 1.0)]
+    shapes: Counter = Counter()
+    eng = PreviewEngine("cpu", num_threads=2)
+    try:
+        eng.set_arrays([np.zeros((20, 16, 3), np.uint8)])
+        for seed in range(4):
+            preset.seed = seed
+            shapes.update(img.shape[:2] for img in eng.render(preset, draws=256).images)
+    finally:
+        eng.close()
+    assert set(shapes) == {(20, 16), (8, 8)}, shapes
+    assert abs(shapes[(8, 8)] / 1024 - 0.5) <= 4.5 * np.sqrt(0.25 / 1024)
+
+
+@pytest.mark.parametrize(("code", "probability"), [
+    ("A.Affine(rotate=(-10, 10), scale=(0.9, 1.1), keep_ratio=True, p=0.3)", 0.3),
+    # CoarseDropout: its first 2 holes always and the 2 extra ones half the time, on its coin
+    ("A.CoarseDropout(num_holes_range=(2, 4), p=0.5)", 0.5),
+    # a container of that one transform: its coin, then the transform's
+    ("A.Sequential([A.Affine(rotate=(-10, 10), scale=(0.9, 1.1), keep_ratio=True, p=0.3)], "
+     "p=0.5)", 0.15),
+])
+def test_the_steps_of_one_transform_share_its_coin(code, probability):
+    result = import_pipeline(ALB.format(code))
+    (group,) = result.preset.steps
+    assert isinstance(group, Group) and group.picks_all()
+    assert group.probability == pytest.approx(probability)
+    assert group.children[0].probability == 1.0
+    item = result.transforms[0]
+    assert "independently" not in item.verdict.reason and not item.notes
+
+
+def test_the_steps_of_one_transform_among_others_in_a_container_say_they_fire_apart():
+    """A group does not nest: inside a Sequential with another transform the Affine's two
+    steps keep a coin each, and its account says so."""
+    result = import_pipeline(ALB.format(
+        "A.Sequential([A.Affine(rotate=(-10, 10), scale=(0.9, 1.1), keep_ratio=True, p=0.3), "
+        "A.Blur(p=1)], p=0.5)"))
+    (group,) = result.preset.steps
+    assert [c.probability for c in group.children] == [0.3, 0.3, 1.0]
+    affine = result.transforms[0]
+    assert affine.notes == ["inside Sequential, its 2 steps fire on separate coins of its p "
+                            "(groups do not nest)"]

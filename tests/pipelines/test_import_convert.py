@@ -181,7 +181,11 @@ def test_containers_become_probabilities_and_groups():
     assert all(c.probability == 1.0 for c in blurs.children)  # OneOf forces the picked one
     assert by["MotionBlur"].status == "imported" and by["MotionBlur"].steps == [2]
     assert by["MotionBlur"].inside == "OneOf p=0.2"
-    colour = strong.preset.steps[5]  # OneOf of CLAHE, Sharpen, Emboss, RBC: default p, equal
+    ssr = strong.preset.steps[3]  # ShiftScaleRotate(p=0.2): rotate + zoom on its one coin
+    assert isinstance(ssr, Group) and (ssr.probability, ssr.pick) == (0.2, 2)
+    assert [(c.op, c.probability) for c in ssr.children] == [("rotate", 1.0),
+                                                             ("warp_affine", 1.0)]
+    colour = strong.preset.steps[4]  # OneOf of CLAHE, Sharpen, Emboss, RBC: default p, equal
     assert isinstance(colour, Group) and (colour.probability, colour.weights) == (0.3, None)
     assert by["OpticalDistortion"].status == "not imported"  # no mapping: its OneOf is empty
     assert by["Transpose"].nearest == "RandomRotate90 + flip"
@@ -210,8 +214,8 @@ def test_what_has_no_equivalent_is_listed_with_the_nearest_and_the_rest_imports(
     assert [s.op for s in cifar.preset.steps] == ["flip"]
     assert cifar.preset.output.mean == (0.4914, 0.4822, 0.4465)
     cls = import_pipeline(ALB_CLASSIFICATION)
-    assert [s.op for s in cls.preset.steps] == ["resize", "rotate", "warp_affine", "crop",
-                                                "brightness"]
+    assert [s.op for s in cls.preset.steps] == ["resize", "one_of", "crop", "brightness"]
+    assert [c.op for c in cls.preset.steps[1].children] == ["rotate", "warp_affine"]
     shift = next(t for t in cls.transforms if t.call.name == "ShiftScaleRotate")
     assert shift.verdict.kind == "different" and "translation" in shift.verdict.reason
 
