@@ -23,6 +23,7 @@ from .rules import (
     Rule,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     number,
     pair,
@@ -55,7 +56,7 @@ def _coarse_convert(a: Args, c: Context) -> Conversion:
                       nearest="hole_height_range=(0.1, 0.2)")
     if not 1 <= n_hi <= 8:
         raise Refused(f"{n_hi} holes: at most 8 erase steps are imported", nearest="(1, 8)")
-    fill = single_fill(a["fill"])
+    fill = fill_level(a["fill"], c)
     box = {"center_x": {"uniform": [0.0, 1.0]}, "center_y": {"uniform": [0.0, 1.0]},
            "box_h": drawn(*hh), "box_w": drawn(*ww), "fill_value": fill}
     steps = [step("erase", _p(a) if k < n_lo else round(_p(a) * 0.5, 6), **box)
@@ -86,6 +87,10 @@ def _grid_convert(a: Args, c: Context) -> Conversion:
                       "grid_mask takes a tile in pixels", nearest="unit_size_range=(32, 32)")
     lo, hi = (int(v) for v in pair(a["unit_size_range"], "unit_size_range"))
     ratio = number(a["ratio"], "ratio")
+    if fill_level(a["fill"], c) != 0:  # the fill in this point's units, as a grey level
+        raise Refused(f"fill={a['fill']!r} is grey level {fmt(fill_level(a['fill'], c))} here; "
+                      "DALI's grid_mask masks with black (level 0)",
+                      nearest="fill=0, before any Normalize")
     params: dict[str, Any] = {"tile": drawn(lo, hi, integer=True), "ratio": ratio}
     if a["random_offset"]:
         params.update(shift_x=drawn(0, hi), shift_y=drawn(0, hi))

@@ -22,12 +22,12 @@ from .rules import (
     Rule,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     lit,
     number,
     pair,
     sequence,
-    single_fill,
     span_of,
     step,
     symmetric,
@@ -89,7 +89,7 @@ def _rotate_convert(a: Args, c: Context) -> Conversion:
     lo, hi = symmetric(a["limit"], "limit")
     interp = _interp(a["interpolation"])
     return Conversion([step("rotate", _p(a), angle=drawn(lo, hi), keep_size=True,
-                            fill_value=single_fill(a["fill"]), interp_type=interp)],
+                            fill_value=fill_level(a["fill"], c), interp_type=interp)],
                       verdict=NEAREST_WARP if interp == "nn" else LINEAR_WARP)
 
 

@@ -82,10 +82,10 @@ def _given(v: Any) -> Any:
 
 
 def _to_float(a: Args, c: Context) -> Conversion:
-    c.scaled = True
     top = 255.0 if a["max_value"] is None else number(a["max_value"], "max_value")
     if top <= 0:
         raise Refused(f"max_value {top:g} must be positive (None: 255 for uint8 images)")
+    c.mean, c.std, c.scaled = (0.0,), (top / 255,), True  # a fill v is then level v * top
     return Conversion(tail={"dtype": "float32", "mean": [0.0], "std": [top / 255]})
 
 

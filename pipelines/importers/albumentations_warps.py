@@ -29,6 +29,7 @@ from .rules import (
     Refused,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     number,
     pair,
@@ -63,7 +64,7 @@ def _affine_convert(a: Args, c: Context, fixed: bool = False) -> Conversion:
     if a["fit_output"]:
         raise Refused("fit_output: DALI's warps keep the image size", nearest="fit_output=False")
     interp = _interp(a["interpolation"])
-    fill = single_fill(a["fill"])
+    fill = fill_level(a["fill"], c)
     pick = (lambda lo, hi: hi if abs(hi) >= abs(lo) else lo) if fixed else drawn
     conv = Conversion()
     reasons = []
@@ -154,7 +155,7 @@ def _perspective_convert(a: Args, c: Context) -> Conversion:
     scale = a["scale"]
     lo, hi = pair(scale, "scale") if isinstance(scale, list) else (0.0, number(scale, "scale"))
     return Conversion([step("experimental.warp_perspective", _p(a), tilt_x=drawn(-2 * hi, 2 * hi),
-                            tilt_y=drawn(-2 * hi, 2 * hi), fill_value=single_fill(a["fill"]),
+                            tilt_y=drawn(-2 * hi, 2 * hi), fill_value=fill_level(a["fill"], c),
                             interp_type=_interp(a["interpolation"]))])
 
 

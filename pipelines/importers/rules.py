@@ -259,6 +259,33 @@ def single_fill(fill: Any, what: str = "fill") -> float:
     return number(fill, what)
 
 
+def fill_level(value: Any, ctx: Context, what: str = "fill") -> float:
+    """A fill written in the units of this point of the pipeline, as one grey level (DALI's
+    steps run before the output tail normalises). After Normalize (or Albumentations' ToFloat)
+    a value v stands for the level (v * std + mean) * 255 of each channel: levels that differ
+    per channel are refused, as :func:`single_fill` refuses a per-channel fill, rather than
+    averaged (the catalog's fill is one grey level)."""
+    if ctx.mean is None or ctx.std is None:
+        v = single_fill(value, what)
+        return round(v * 255, 3) if ctx.scaled else v
+    values = [0.0] if value is None else [number(v, what) for v in sequence(value)]
+    n = max(len(values), len(ctx.mean), len(ctx.std))
+    if any(len(x) not in (1, n) for x in (values, ctx.mean, ctx.std)):
+        raise Refused(f"{what}={value!r} has {len(values)} values after Normalize of {n} "
+                      "channels; expected 1 or one per channel")
+    mean, std = (list(x) * (n // len(x)) for x in (ctx.mean, ctx.std))
+    levels = [(v * s + m) * 255 for v, s, m in zip(values * (n // len(values)), std, mean,
+                                                   strict=True)]
+    if max(levels) - min(levels) > 1e-3:
+        grey = round(sum(levels) / n)
+        same = [round((grey / 255 - m) / s, 6) for m, s in zip(mean, std, strict=True)]
+        raise Refused(f"{what}={value!r} after Normalize is grey levels "
+                      f"{[round(x, 3) for x in levels]} per channel; the catalog's fill is one "
+                      "grey level", nearest=f"{what}={same} (grey {grey} in every channel), "
+                      "or this transform before Normalize")
+    return round(sum(levels) / n, 3)
+
+
 def lit(step_dict: dict[str, Any], name: str) -> Any:
     """A literal parameter of a step dict, or None when it is drawn per sample."""
     v = step_dict.get("params", {}).get(name)

@@ -22,12 +22,12 @@ from .rules import (
     Rule,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     lit,
     number,
     pair,
     sequence,
-    single_fill,
     span_of,
     step,
     symmetric,
@@ -55,32 +55,6 @@ def _size(value: Any, what: str = "size") -> tuple[int, int]:
     if len(items) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise Refused(f"{what} {value!r} must be an int or (height, width)")
     return int(items[0]), int(items[1])
-
-
-def _fill_level(value: Any, ctx: Context, what: str = "fill") -> float:
-    """A fill written in the units of this point of the pipeline, as one grey level. After
-    Normalize a value v stands for the level (v * std + mean) * 255 of each channel: levels that
-    differ per channel are refused, as :func:`single_fill` refuses a per-channel fill, rather
-    than averaged (the catalog's fill is one grey level)."""
-    if ctx.mean is None or ctx.std is None:
-        v = single_fill(value, what)
-        return round(v * 255, 3) if ctx.scaled else v
-    values = [0.0] if value is None else [number(v, what) for v in sequence(value)]
-    n = max(len(values), len(ctx.mean), len(ctx.std))
-    if any(len(x) not in (1, n) for x in (values, ctx.mean, ctx.std)):
-        raise Refused(f"{what}={value!r} has {len(values)} values after Normalize of {n} "
-                      "channels; expected 1 or one per channel")
-    mean, std = (list(x) * (n // len(x)) for x in (ctx.mean, ctx.std))
-    levels = [(v * s + m) * 255 for v, s, m in zip(values * (n // len(values)), std, mean,
-                                                   strict=True)]
-    if max(levels) - min(levels) > 1e-3:
-        grey = round(sum(levels) / n)
-        same = [round((grey / 255 - m) / s, 6) for m, s in zip(mean, std, strict=True)]
-        raise Refused(f"{what}={value!r} after Normalize is grey levels "
-                      f"{[round(x, 3) for x in levels]} per channel; the catalog's fill is one "
-                      "grey level", nearest=f"{what}={same} (grey {grey} in every channel), "
-                      "or this transform before Normalize")
-    return round(sum(levels) / n, 3)
 
 
 def _p(args: Args) -> float:
@@ -252,7 +226,7 @@ def _rotation_convert(a: Args, c: Context) -> Conversion:
     lo, hi = symmetric(a["degrees"], "degrees")
     interp = _interp(a["interpolation"])
     return Conversion([step("rotate", angle=drawn(lo, hi), keep_size=not a["expand"],
-                            fill_value=_fill_level(a["fill"], c), interp_type=interp)],
+                            fill_value=fill_level(a["fill"], c), interp_type=interp)],
                       verdict=NEAREST_WARP if interp == "nn" else LINEAR_WARP)
 
 

@@ -33,6 +33,7 @@ from .rules import (
     Rule,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     jitter,
     lit,
@@ -43,7 +44,7 @@ from .rules import (
     step,
     symmetric,
 )
-from .torchvision_geometry import LIB, _fill_level, _p, _size
+from .torchvision_geometry import LIB, _p, _size
 
 # ---- colour -----------------------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ def _erasing_convert(a: Args, c: Context) -> Conversion:
         raise Refused(f"ratio {_pair_text(ratio)} is not allowed; aspect ratios are above 0",
                       nearest="ratio=(0.3, 3.3)")
     (hlo, hhi), (wlo, whi) = erasing_sides(scale, ratio)
-    fill = _fill_level(a["value"], c, "value")
+    fill = fill_level(a["value"], c, "value")
     conv = Conversion([step("erase", _p(a), center_x={"uniform": [0.0, 1.0]},
                             center_y={"uniform": [0.0, 1.0]}, box_w=drawn(wlo, whi),
                             box_h=drawn(hlo, hhi), fill_value=fill)])
@@ -220,7 +221,7 @@ def _erasing_convert(a: Args, c: Context) -> Conversion:
 def _erasing_fixed(a: Args, shape: tuple[int, ...]) -> Fixed:
     scale = pair(a["scale"], "scale")
     side = math.sqrt(scale[1])
-    fill = _fill_level(a["value"], Context(LIB), "value")
+    fill = fill_level(a["value"], Context(LIB), "value")
     h, w = round(shape[0] * side), round(shape[1] * side)
     i, j = (shape[0] - h) // 2, (shape[1] - w) // 2
 

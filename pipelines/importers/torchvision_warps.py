@@ -22,6 +22,7 @@ from .rules import (
     Rule,
     Verdict,
     drawn,
+    fill_level,
     fmt,
     number,
     pair,
@@ -35,7 +36,6 @@ from .torchvision_geometry import (
     LINEAR_WARP,
     NEAREST_WARP,
     REVERSE_INTERP,
-    _fill_level,
     _interp,
     _p,
 )
@@ -59,7 +59,7 @@ def _shears(value: Any) -> list[tuple[float, float]]:
 def _affine_convert(a: Args, c: Context) -> Conversion:
     if a["center"] is not None:
         raise Refused("center: DALI warps about the image centre", nearest="center=None")
-    fill = _fill_level(a["fill"], c)
+    fill = fill_level(a["fill"], c)
     interp = _interp(a["interpolation"])
     conv = Conversion()
     lo, hi = symmetric(a["degrees"], "degrees")
@@ -153,7 +153,7 @@ def _perspective_convert(a: Args, c: Context) -> Conversion:
     if not 0 <= d <= 1:
         raise Refused(f"distortion_scale {d:g} must lie in [0, 1]")
     return Conversion([step("experimental.warp_perspective", _p(a), tilt_x=drawn(-d, d),
-                            tilt_y=drawn(-d, d), fill_value=_fill_level(a["fill"], c),
+                            tilt_y=drawn(-d, d), fill_value=fill_level(a["fill"], c),
                             interp_type=_interp(a["interpolation"]))])
 
 

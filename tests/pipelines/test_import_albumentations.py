@@ -146,6 +146,52 @@ def test_a_normalize_the_tail_cannot_hold_is_refused_alone(code, needle):
     assert result.preset.output is None
 
 
+# ---- fills after Normalize / ToFloat ---------------------------------------------------------
+
+FILLED = ["Rotate(limit=(45, 45), fill={f}, p=1)", "Affine(rotate=45, fill={f}, p=1)",
+          "Perspective(scale=(0.1, 0.1), fill={f}, p=1)",
+          "CoarseDropout(num_holes_range=(1, 1), hole_height_range=(0.5, 0.5), "
+          "hole_width_range=(0.5, 0.5), fill={f}, p=1)"]
+
+
+@pytest.mark.parametrize("code", FILLED)
+def test_a_fill_after_normalize_is_in_normalised_units(code):
+    """After Normalize Albumentations fills with the value as it is (a Kaggle pipeline's
+    CoarseDropout(fill=0) after Normalize fills with the mean colour, not black); DALI's steps
+    run before the tail normalises, so the fill is the grey level that normalises to it."""
+    head = "Normalize(mean=0.5, std=0.25)"
+    if not code.startswith("Perspective"):  # its corners move inwards: it shows no border
+        t, _ = library(f"Compose([A.{head}, A.{code.format(f=-1)}])")
+        out = t(image=np.full((32, 32, 3), 200, np.uint8))["image"]
+        assert np.isclose(out, -1).all(axis=-1).any()  # the fill as written is in the output
+    result = imported(head, code.format(f=-1))
+    fills = {c.to_dict()["params"]["fill_value"] for s in result.preset.steps
+             for c in getattr(s, "children", [s])}
+    assert fills == {0.5 * 255 - 0.25 * 255}, fills  # normalises to -1
+    assert result.transforms[1].status == "imported"
+
+
+@pytest.mark.parametrize("code", [*FILLED, "GridDropout(unit_size_range=(10, 20), fill={f})"])
+def test_a_fill_that_normalises_to_a_colour_per_channel_is_refused(code):
+    result = imported("Normalize()", code.format(f=0))
+    item = result.transforms[1]
+    assert item.status == "not imported"
+    assert "fill=0 after Normalize is grey levels [123.675, 116.28, 103.53]" in \
+        item.verdict.reason
+
+
+def test_a_fill_after_to_float_is_a_fraction_of_max_value():
+    result = imported("ToFloat(max_value=100)", "Rotate(limit=10, fill=0.5, p=1)")
+    assert result.preset.steps[0].to_dict()["params"]["fill_value"] == 50.0
+
+
+def test_grid_dropout_fills_black_only():
+    item = imported("GridDropout(unit_size_range=(10, 20), fill=128)").transforms[0]
+    assert item.status == "not imported"
+    assert "fill=128 is grey level 128 here; DALI's grid_mask masks with black" in \
+        item.verdict.reason
+
+
 # ---- arguments of Albumentations 1.x ---------------------------------------------------------
 
 LEGACY = [  # (1.x call, the same without the 1.x argument, the 2.x argument, the 1.x one)
