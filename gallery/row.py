@@ -25,7 +25,7 @@ import ipywidgets as W
 import numpy as np
 
 from dali_gallery.pipelines.catalog import OpSpec
-from dali_gallery.pipelines.display import encode_image, to_display
+from dali_gallery.pipelines.display import encode_image, encode_jpegs_gpu, to_display
 from dali_gallery.widgets.style import ZOOM_CSS, close_tree, shared_layout, shared_style
 from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
@@ -79,10 +79,10 @@ def slug(op: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", op)
 
 
-def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int], width: int) -> bytes:
-    """The tiles of one column stacked vertically, each centred in a ``cell`` (h, w) box, as
-    JPEG no wider than ``width`` CSS px at :data:`DISPLAY_SCALE`. A shared cell keeps the
-    images of a card aligned across columns and keeps each one's aspect ratio."""
+def strip_sheet(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> np.ndarray:
+    """The tiles of one column stacked vertically, each centred in a ``cell`` (h, w) box. A
+    shared cell keeps the images of a card aligned across columns and keeps each one's aspect
+    ratio."""
     h, w = cell
     n = len(tiles)
     sheet = np.full((n * h + (n - 1) * GAP_PX, w, 3), 40, dtype=np.uint8)
@@ -92,6 +92,12 @@ def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int], width: int) -
         y = i * (h + GAP_PX) + (h - th) // 2
         x = (w - tw) // 2
         sheet[y:y + th, x:x + tw] = a[:th, :tw]
+    return sheet
+
+
+def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int], width: int) -> bytes:
+    """:func:`strip_sheet` as JPEG no wider than ``width`` CSS px at :data:`DISPLAY_SCALE`."""
+    sheet = strip_sheet(tiles, cell)
     # never sent wider than it can be shown (the height follows)
     return encode_image(sheet, "jpeg", quality=JPEG_QUALITY,
                         fit=(width * DISPLAY_SCALE, sheet.shape[0]))
@@ -110,11 +116,13 @@ class Strips:
 
 
 def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
-               labels: LabelState | None = None) -> Strips:
+               labels: LabelState | None = None, *, gpu: bool = False) -> Strips:
     """The JPEG of the originals column, then one per rendered column (none if not rendered).
     The columns are encoded in parallel (Pillow releases the GIL while it scales and encodes):
     on a warm GPU gallery, encoding one column after another took longer than DALI. With
-    ``labels`` drawn ("show labels"), each column's tiles get their labels first."""
+    ``gpu`` (a gallery on the GPU) pictures that need no shrinking are encoded as one batch by
+    nvImageCodec (:func:`encode_jpegs_gpu`): a warm H200 gallery took 1.39 s against 1.82 s.
+    With ``labels`` drawn ("show labels"), each column's tiles get their labels first."""
     if not result.ok:
         return Strips([], (0, 0), 0, px)
     columns = [originals, *result.tiles]
@@ -127,8 +135,10 @@ def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
         jpegs = list(_encoder_pool().map(column, range(len(columns))))
     else:
         first = _ORIGINALS.get(originals, cell, px)
-        jpegs = list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px),
-                                         columns[1:] if first else columns))
+        todo = columns[1:] if first else columns
+        on_gpu = encode_jpegs_gpu([strip_sheet(col, cell) for col in todo], JPEG_QUALITY) \
+            if gpu and cell[1] <= px * DISPLAY_SCALE else None
+        jpegs = on_gpu or list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), todo))
         if first:
             jpegs.insert(0, first)
         else:
