@@ -206,6 +206,11 @@ def cmd_render(args: argparse.Namespace) -> int:
             raise UsageError(f"--seed {args.seed} is not allowed; expected [0, 2147483647]")
         preset.seed = args.seed
     _check_render_numbers(args)
+    from dali_gallery.pipelines.grid import output_problem
+
+    for option, path in (("--out", args.out), ("--npz", args.npz), ("--json", args.records)):
+        if path is not None and (why := output_problem(path, option == "--out")) is not None:
+            raise UsageError(f"{option} {path!r} cannot be written: {why}")
     src = Path(args.images)
     if not src.exists():
         raise UsageError(f"--images {args.images!r} does not exist")
@@ -230,6 +235,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         _print_skipped(engine.set_images(src, max_side=args.size))
     if not engine.images:
         raise UsageError(f"no usable images in {args.images!r}")
+    if args.npz and preset.output is not None and not args.tail:  # not the exported batch
+        print("note: --npz gets the first draw without the preset's training tail (output), "
+              "which the exported module applies: add --tail for its batch", file=sys.stderr)
     render = engine.render(preset, draws=args.draws, tail=args.tail)
     grid_image(render, engine.images, preset).save(args.out)
     if args.npz:

@@ -78,3 +78,20 @@ def save_npz(path: str | Path, images: list[np.ndarray], labels: list[int] | Non
     arrays["labels"] = np.array(labels if labels is not None else range(len(images)),
                                 dtype=np.int32)
     np.savez(path, **arrays)
+
+
+def output_problem(path: str | Path, picture: bool = False) -> str | None:
+    """Why a render could not write ``path`` (None: it can), asked before rendering so that a
+    typo does not cost the render; ``picture``: a grid image, whose type its extension picks
+    (PIL's writers: .png, .jpg, .webp ...)."""
+    p = Path(path)
+    if not p.parent.is_dir():
+        return f"its folder {str(p.parent)!r} does not exist"
+    if picture:
+        ext = p.suffix.lower()
+        known = Image.registered_extensions()
+        if known.get(ext) not in Image.SAVE:
+            return (f"{ext or 'a name without extension'} is not an image type PIL writes; "
+                    "expected .png or .jpg (or another type PIL writes)")
+    return None
+

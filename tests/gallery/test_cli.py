@@ -130,6 +130,45 @@ def test_render_numbers_out_of_range_are_refused_by_their_option(preset_file, tm
     assert not (tmp_path / "g.png").exists()
 
 
+@pytest.mark.parametrize(("option", "name", "message"), [
+    ("--out", "g.txt", ".txt is not an image type PIL writes; expected .png or .jpg"),
+    ("--out", "g", "a name without extension is not an image type PIL writes"),
+    ("--out", "missing/g.png", "its folder"),
+    ("--npz", "missing/b.npz", "its folder"),
+    ("--json", "missing/r.json", "its folder"),
+])
+def test_render_refuses_an_output_it_cannot_write_before_rendering(preset_file, tmp_path, capsys,
+                                                                   option, name, message):
+    """PIL's "unknown file extension: .txt" (or a FileNotFoundError) came after the whole
+    render, naming neither the option nor what is allowed."""
+    from dali_gallery.gallery.cli import main
+
+    outputs = {"--out": str(tmp_path / "g.png"), option: str(tmp_path / name)}
+    code = main(["render", str(preset_file), "--images", str(SAMPLES), "--device", "cpu",
+                 *(x for kv in outputs.items() for x in kv)])
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert code == 2 and f"{option} {str(tmp_path / name)!r} cannot be written: " in err, err
+    assert message in err and "rendered" not in captured.out
+    assert not (tmp_path / "g.png").exists()
+
+
+def test_render_npz_without_the_tail_says_it_is_not_the_exported_batch(tmp_path, capsys):
+    from dali_gallery.gallery.cli import main
+
+    path = tmp_path / "tail.json"
+    path.write_text(json.dumps(preset_dict([], output={"crop": [32, 32]})))
+    args = ["render", str(path), "--images", str(SAMPLES), "--batch-size", "2", "--draws", "1",
+            "--device", "cpu", "--out", str(tmp_path / "g.png"), "--npz", str(tmp_path / "b.npz")]
+    assert main(args) == 0
+    assert "note: --npz gets the first draw without the preset's training tail" in \
+        " ".join(capsys.readouterr().err.split())
+    assert np.load(tmp_path / "b.npz")["image_0000"].shape != (3, 32, 32)
+    assert main([*args, "--tail"]) == 0
+    assert "training tail" not in capsys.readouterr().err
+    assert np.load(tmp_path / "b.npz")["image_0000"].shape == (3, 32, 32)
+
+
 def test_check_images_exit_codes(tmp_path):
     assert cli("check-images", str(SAMPLES)).returncode == 0
     (tmp_path / "a").mkdir()
