@@ -181,15 +181,19 @@ def _load_preset(path: str):
 def cmd_export(args: argparse.Namespace) -> int:
     from dali_gallery.pipelines.batch_shape import mixed_size_warning
     from dali_gallery.pipelines.export import export_code
+    from dali_gallery.pipelines.grid import output_problem
     from dali_gallery.pipelines.label_code import LabelSet
 
     labels = None if args.labels is None else LabelSet(masks=args.labels == "masks")
     preset = _load_preset(args.preset)
     code = export_code(preset, labels=labels)
     out = Path(args.output)
-    if not out.parent.is_dir():
-        raise UsageError(f"cannot write {args.output!r}: folder {str(out.parent)!r} does not exist")
-    out.write_text(code, encoding="utf-8")
+    if (why := output_problem(out)) is not None:
+        raise UsageError(f"cannot write {args.output!r}: {why}")
+    try:
+        out.write_text(code, encoding="utf-8")
+    except OSError as e:  # read-only, no space, ...: the user's to fix, no traceback
+        raise UsageError(f"cannot write {args.output!r}: {e.strerror or e}") from None
     print(f"wrote {out} ({len(code.splitlines())} lines)")
     if (warning := mixed_size_warning(preset)) is not None:  # as the builder: the module's
         print(f"warning: {warning}", file=sys.stderr)  # PyTorch example would fail later

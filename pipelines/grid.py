@@ -87,6 +87,8 @@ def output_problem(path: str | Path, picture: bool = False) -> str | None:
     p = Path(path)
     if not p.parent.is_dir():
         return f"its folder {str(p.parent)!r} does not exist"
+    if p.is_dir():
+        return "it is a folder; expected a file name"
     if picture:
         ext = p.suffix.lower()
         known = Image.registered_extensions()

@@ -97,6 +97,10 @@ def test_render_skips_bad_files_and_names_them(tmp_path, preset_file):
     (["render", "BAD", "--images", str(SAMPLES), "--out", "g.png"], "unknown operator"),
     (["export", "BAD", "-o", "/nonexistent/dir/x.py"], "unknown operator"),
     (["export", "PRESET", "-o", "/nonexistent/dir/x.py"], "does not exist"),
+    (["export", "PRESET", "-o", "/tmp"], "cannot write '/tmp': it is a folder"),
+    (["export", "PRESET", "-o", "/sys/x.py"], "cannot write '/sys/x.py': Permission denied"),
+    (["render", "PRESET", "--images", str(SAMPLES), "--out", "g.png", "--npz", "/tmp"],
+     "--npz '/tmp' cannot be written: it is a folder"),
     (["check-images", "/nonexistent/dir"], "does not exist"),
 ])
 def test_bad_input_is_one_paragraph_and_exit_2(tmp_path, preset_file, args, needle):
