@@ -12,11 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..labels import Keep
 from .source import Call, Opaque, Symbol
+
+if TYPE_CHECKING:
+    from ..opspec import OpSpec
 
 Args = dict[str, Any]
 REQUIRED = object()
@@ -318,6 +322,44 @@ def _show(value: Any) -> str:
 
 def sequence(value: Any) -> Sequence[Any]:
     return value if isinstance(value, (list, tuple)) else [value]
+
+
+# ---- after Normalize --------------------------------------------------------------------------
+
+VALUE_CATEGORIES = ("color", "noise")
+"""Catalog categories whose steps depend on the pixel values themselves: after a Normalize
+they meet standardised values in the library but grey levels in DALI (which normalises last)."""
+
+
+def standardised(ctx: Context) -> bool:
+    """Whether the values here are standardised by a Normalize (not only scaled to 0-1)."""
+    return ctx.mean is not None and ctx.std is not None and (
+        any(m != 0 for m in ctx.mean) or any(s != 1 for s in ctx.std))
+
+
+def value_dependent(spec: OpSpec) -> bool:
+    """Whether a catalog step's result depends on the values, not only on where pixels go:
+    colour and noise steps, the policies, and the auto-augment steps that move no pixel."""
+    if spec.category == "auto-augment":
+        return spec.policy or isinstance(spec.labels, Keep)  # Keep: pixel values only
+    return spec.category in VALUE_CATEGORIES
+
+
+def refuse_on_standardised(name: str, steps: Sequence[dict[str, Any]], ctx: Context,
+                           spec_of: Callable[[str], OpSpec]) -> None:
+    """Refused: ``name`` comes after a Normalize and changes values (ColorJitter, Solarize,
+    noise...). The library then works on standardised values (and torchvision clamps floats to
+    0-1), while DALI's steps run on grey levels before the output tail normalises."""
+    if not standardised(ctx):
+        return
+    ops = [s["op"] for s in steps if value_dependent(spec_of(s["op"]))]
+    if ops:
+        assert ctx.mean is not None and ctx.std is not None
+        raise Refused(f"{name} comes after Normalize (mean {[round(m * 255, 3) for m in ctx.mean]}"
+                      f", std {[round(v * 255, 3) for v in ctx.std]} grey levels): there it "
+                      "changes standardised values, while DALI's " + ", ".join(ops)
+                      + " would change grey levels before the output tail normalises",
+                      nearest=f"{name} before Normalize")
 
 
 # ---- rules that convert nothing ---------------------------------------------------------------

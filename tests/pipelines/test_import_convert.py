@@ -220,6 +220,35 @@ def test_what_has_no_equivalent_is_listed_with_the_nearest_and_the_rest_imports(
     assert shift.verdict.kind == "different" and "translation" in shift.verdict.reason
 
 
+@pytest.mark.parametrize(("source", "refused", "kept"), [
+    ("import torchvision.transforms as T\nT.Compose([T.ToTensor(), T.Normalize([0.5], [0.5]), "
+     "T.ColorJitter(0.4), T.RandomSolarize(0.5), T.RandAugment(), T.RandomHorizontalFlip(), "
+     "T.RandomRotation(10), T.GaussianBlur(3)])",
+     ["ColorJitter", "RandomSolarize", "RandAugment"],
+     ["RandomHorizontalFlip", "RandomRotation", "GaussianBlur"]),
+    # a Kaggle habit: Normalize first, then more augmentations (albumentations examples)
+    ("import albumentations as A\nA.Compose([A.Normalize(), A.RandomBrightnessContrast(p=1), "
+     "A.GaussNoise(p=1), A.Solarize(p=1), A.HorizontalFlip(), A.GaussianBlur()])",
+     ["RandomBrightnessContrast", "GaussNoise", "Solarize"], ["HorizontalFlip", "GaussianBlur"]),
+])
+def test_a_value_transform_after_normalize_is_refused(source, refused, kept):
+    """After Normalize the library changes standardised values (torchvision's ColorJitter
+    clamps them to 0-1, Solarize(0.5) thresholds at 0.5 standardised, level 191), while DALI's
+    step would run on grey levels before the output tail normalises: these were imported as
+    'equivalent' or 'identical' on the grey levels. Steps that only move pixels commute."""
+    result = import_pipeline(source)
+    status = {t.call.name: t for t in result.transforms}
+    for name in refused:
+        t = status[name]
+        assert t.status == "not imported", name
+        assert f"{name} comes after Normalize" in t.verdict.reason
+        assert "while DALI's" in t.verdict.reason
+        assert t.nearest == f"{name} before Normalize"
+    assert all(status[name].status == "imported" for name in kept)
+    before = import_pipeline(source.replace("Normalize", "Lambda"))  # no Normalize: imported
+    assert all(t.status == "imported" for t in before.transforms if t.call.name in refused)
+
+
 def test_values_out_of_the_catalogs_bounds_are_refused_not_clamped():
     result = import_pipeline("import torchvision.transforms as T\nT.Compose([T.RandomRotation("
                              "500), T.Resize(256, foo=1), T.RandomHorizontalFlip(p=1.5),"
