@@ -165,12 +165,16 @@ def test_render_npz_without_the_tail_says_it_is_not_the_exported_batch(tmp_path,
     args = ["render", str(path), "--images", str(SAMPLES), "--batch-size", "2", "--draws", "1",
             "--device", "cpu", "--out", str(tmp_path / "g.png"), "--npz", str(tmp_path / "b.npz")]
     assert main(args) == 0
-    assert "note: --npz gets the first draw without the preset's training tail" in \
+    assert "note: --npz gets a first draw with no training tail (the preset's output: add " \
+        "--tail), which the exported module's batch does not have" in \
         " ".join(capsys.readouterr().err.split())
     assert np.load(tmp_path / "b.npz")["image_0000"].shape != (3, 32, 32)
     assert main([*args, "--tail"]) == 0
-    assert "training tail" not in capsys.readouterr().err
+    assert "note" not in capsys.readouterr().err
     assert np.load(tmp_path / "b.npz")["image_0000"].shape == (3, 32, 32)
+    assert main([*args, "--tail", "--size", "24"]) == 0
+    assert "note: --npz gets a first draw with images downscaled by --size, which" in \
+        " ".join(capsys.readouterr().err.split())
 
 
 def test_check_images_exit_codes(tmp_path):
