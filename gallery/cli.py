@@ -239,13 +239,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         _print_skipped(engine.set_images(src, max_side=args.size))
     if not engine.images:
         raise UsageError(f"no usable images in {args.images!r}")
-    differ = [text for text, on in (
-        ("images downscaled by --size", args.size is not None),
-        ("no training tail (the preset's output: add --tail)",
-         preset.output is not None and not args.tail)) if on]
-    if args.npz and differ:  # --npz is meant to be the exported module's batch
-        print(f"note: --npz gets a first draw with {' and '.join(differ)}, which the exported "
-              "module's batch does not have", file=sys.stderr)
+    if args.npz and preset.output is not None and not args.tail:  # not the exported batch
+        print("note: --npz gets a first draw with no training tail (the preset's output: add "
+              "--tail), which the exported module's batch has", file=sys.stderr)
     render = engine.render(preset, draws=args.draws, tail=args.tail)
     grid_image(render, engine.images, preset).save(args.out)
     if args.npz:
