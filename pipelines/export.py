@@ -28,6 +28,7 @@ from .label_code import LabelSet
 from .module_parts import (
     custom_imports,
     custom_sources,
+    device_check,
     helper_source,
     imports_for,
     tail_lines,
@@ -51,6 +52,7 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
                        "The augmentation chain, one block per step as configured in "
                        "dali-gallery." + SOURCE_DOC * chain.uses_source, chain.body)
         pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals,
+                                    device_check=device_check(preset, catalog),
                                     source=SOURCE_ARG * chain.uses_source,
                                     source_line=SOURCE_LINE * chain.uses_source)
         extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)

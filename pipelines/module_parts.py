@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .catalog import AUTO_AUG_MODULES, Catalog
-from .code_format import LINE_LIMIT
+from .code_format import LINE_LIMIT, split_string
 from .custom_code import STD_MODULES, CustomCode, check_together, import_lines, module_text
 from .custom_probe import wrapper_source
 from .embedded_helpers import deps, helper, helpers
@@ -137,3 +137,21 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     lines.append("return images" if labels is None else
                  f"return images, {label_tuple(labels)}" + (kept if preview else ""))
     return lines
+
+
+def device_check(preset: Preset, catalog: Catalog) -> str:
+    """Lines opening ``create_pipeline`` in a chain with operators DALI runs on the GPU only:
+    ``device_id=None`` (the CPU, the script's default ``--device cpu``) is refused naming
+    them, instead of DALI's assert 'Operator "Jitter" not registered for cpu' at build time.
+    "" for a chain that runs on the CPU."""
+    gpu = {s.op: catalog[s.op] for _, s in preset.active_ops()
+           if "cpu" not in catalog[s.op].devices}
+    if not gpu:
+        return ""
+    steps = ", ".join(f"{op} ({spec.gpu_reason or 'DALI has no CPU version'})"
+                      for op, spec in gpu.items())
+    message = (f"device_id None (the CPU) cannot run this chain: {steps}; pass a GPU's "
+               "device_id (the script: --device gpu)")
+    return "\n".join(["    if device_id is None:", "        raise ValueError(",
+                      *split_string(message, "            "), "        )"]) + "\n"
+

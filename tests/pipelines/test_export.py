@@ -305,6 +305,24 @@ def test_create_pipeline_refuses_a_shard_outside_the_job(tmp_path):
         module.create_pipeline(str(SAMPLES), 2, device_id=None, shard_id=2, num_shards=2)
 
 
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_gpu_only_chain_on_the_cpu_is_refused_by_name(tmp_path, grouped):
+    """The script's default --device cpu on a chain with jitter ended in DALI's assert
+    'Operator "Jitter" not registered for cpu' at build time; it names the operators now."""
+    steps = [{"op": "hue"}, {"op": "jitter"}, {"op": "experimental.erode", "enabled": False}]
+    if grouped:
+        steps = [{"one_of": steps[:2]}]
+    module = import_export(load(preset_dict(steps)), tmp_path)
+    with pytest.raises(ValueError) as err:
+        module.create_pipeline(str(SAMPLES), 2, device_id=None)
+    assert str(err.value) == ("device_id None (the CPU) cannot run this chain: jitter (DALI 2.4 "
+                              "implements it only on the GPU); pass a GPU's device_id (the "
+                              "script: --device gpu)")
+    cpu = import_export(load(preset_dict([{"op": "hue"}])), tmp_path)
+    assert "cannot run this chain" not in inspect.getsource(cpu.create_pipeline)
+    cpu.create_pipeline(str(SAMPLES), 2, device_id=None).build()
+
+
 _ROTATE = {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-20, 20]}}}
 GROUPED = preset_dict([  # the widest groups: every line of their blocks within the limit
     {"one_of": [_ROTATE] * 16, "pick": 3, "probability": 0.5,
