@@ -28,9 +28,9 @@ from .label_code import LabelSet
 from .module_parts import (
     custom_imports,
     custom_sources,
-    device_check,
     helper_source,
     imports_for,
+    pipeline_checks,
     tail_lines,
     used_helpers,
 )
@@ -52,7 +52,7 @@ def export_code(preset: Preset | dict | str | Path, catalog: Catalog = CATALOG,
                        "The augmentation chain, one block per step as configured in "
                        "dali-gallery." + SOURCE_DOC * chain.uses_source, chain.body)
         pipeline = _PIPELINE.format(finish=finish, conditionals=chain.conditionals,
-                                    device_check=device_check(preset, catalog),
+                                    checks=pipeline_checks(preset, catalog),
                                     source=SOURCE_ARG * chain.uses_source,
                                     source_line=SOURCE_LINE * chain.uses_source)
         extensions = ", ".join(f'"{e}"' for e in IMAGE_EXTENSIONS)

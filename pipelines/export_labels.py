@@ -29,7 +29,7 @@ from .export_template import SOURCE_ARG, SOURCE_DOC, SOURCE_LINE, SOURCE_PARAM
 from .image_files import readable
 from .label_code import LabelSet, refusals, unfired_kept
 from .label_render import MASK_ID_MAX, SampleLabels
-from .module_parts import device_check
+from .module_parts import pipeline_checks
 from .preset import Preset
 from .preset_document import MAX_QUOTE, _Quoter, quote
 from .preset_types import cut
@@ -90,7 +90,7 @@ def label_module(preset: Preset, catalog: Catalog, labels: LabelSet) -> LabelMod
     reader = ["jpegs", "boxes", "classes", *(["masks"] if labels.masks else []), "image_ids"]
     pipeline = LABELS_PIPELINE_TEMPLATE.format(
         conditionals=chain.conditionals,
-        device_check=device_check(preset, catalog),
+        checks=pipeline_checks(preset, catalog),
         source=SOURCE_ARG * chain.uses_source,
         source_line=SOURCE_LINE * chain.uses_source,
         outputs=", ".join(keys),

@@ -178,7 +178,7 @@ def create_pipeline(
             f"label_outputs {{list(label_outputs)!r}} is not allowed; expected some of "
             f"{{LABEL_KEYS}}"
         )
-{device_check}    check_shard(shard_id, num_shards)
+{checks}    check_shard(shard_id, num_shards)
     aug_seed = shard_seed(seed, shard_id)
     if check_annotations:
         annotations_file = checked_annotations(annotations_file, file_root)

@@ -79,7 +79,7 @@ def create_pipeline(
     reader's position and every random generator); checkpoint=<those bytes> builds a
     pipeline that goes on from there, batch for batch (DALI's checkpointing guide).
     """
-{device_check}    check_shard(shard_id, num_shards)
+{checks}    check_shard(shard_id, num_shards)
     aug_seed = shard_seed(seed, shard_id)
     reader, keep = reader_args(file_root)
     pipe = training_pipeline(

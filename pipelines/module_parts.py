@@ -139,19 +139,30 @@ def tail_lines(output: Output, labels: LabelSet | None = None, preview: bool = F
     return lines
 
 
-def device_check(preset: Preset, catalog: Catalog) -> str:
-    """Lines opening ``create_pipeline`` in a chain with operators DALI runs on the GPU only:
-    ``device_id=None`` (the CPU, the script's default ``--device cpu``) is refused naming
-    them, instead of DALI's assert 'Operator "Jitter" not registered for cpu' at build time.
-    "" for a chain that runs on the CPU."""
+def pipeline_checks(preset: Preset, catalog: Catalog) -> str:
+    """Lines opening ``create_pipeline`` that refuse, naming the operators, what DALI would
+    refuse with an assert when building: ``device_id=None`` (the CPU, the script's default
+    ``--device cpu``) for operators it runs on the GPU only ('Operator "Jitter" not
+    registered for cpu'), and checkpoints for operators it cannot checkpoint (clahe). ""
+    for a chain that has neither."""
     gpu = {s.op: catalog[s.op] for _, s in preset.active_ops()
            if "cpu" not in catalog[s.op].devices}
-    if not gpu:
-        return ""
-    steps = ", ".join(f"{op} ({spec.gpu_reason or 'DALI has no CPU version'})"
-                      for op, spec in gpu.items())
-    message = (f"device_id None (the CPU) cannot run this chain: {steps}; pass a GPU's "
-               "device_id (the script: --device gpu)")
-    return "\n".join(["    if device_id is None:", "        raise ValueError(",
-                      *split_string(message, "            "), "        )"]) + "\n"
+    frozen = sorted({s.op for _, s in preset.active_ops() if not catalog[s.op].checkpoints})
+    lines = []
+    if gpu:
+        steps = ", ".join(f"{op} ({spec.gpu_reason or 'DALI has no CPU version'})"
+                          for op, spec in gpu.items())
+        lines += _raise("device_id is None", f"device_id None (the CPU) cannot run this "
+                        f"chain: {steps}; pass a GPU's device_id (the script: --device gpu)")
+    if frozen:
+        lines += _raise("enable_checkpointing or checkpoint is not None",
+                        f"DALI cannot checkpoint {', '.join(frozen)}, so this chain can "
+                        "neither save nor restore checkpoints; run it without "
+                        "enable_checkpointing and checkpoint (the script: without "
+                        "--checkpoint-every and --restore)")
+    return "".join(line + "\n" for line in lines)
 
+
+def _raise(condition: str, message: str) -> list[str]:
+    return [f"    if {condition}:", "        raise ValueError(",
+            *split_string(message, "            "), "        )"]

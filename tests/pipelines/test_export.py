@@ -323,6 +323,21 @@ def test_a_gpu_only_chain_on_the_cpu_is_refused_by_name(tmp_path, grouped):
     cpu.create_pipeline(str(SAMPLES), 2, device_id=None).build()
 
 
+def test_checkpoints_of_a_chain_dali_cannot_checkpoint_are_refused_by_name(tmp_path):
+    """clahe with --checkpoint-every (enable_checkpointing=True) ended in a traceback of
+    DALI's "Checkpointing is not implemented for this operator" at build time."""
+    module = import_export(load(preset_dict([{"op": "hue"}, {"op": "clahe"}])), tmp_path)
+    message = "DALI cannot checkpoint clahe, so this chain can neither save nor restore"
+    for kwargs in ({"enable_checkpointing": True}, {"checkpoint": b"state"}):
+        with pytest.raises(ValueError, match=message):
+            module.create_pipeline(str(SAMPLES), 2, device_id=None, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        module.batch_at(str(SAMPLES), 2, iteration=1, checkpoint_every=1,
+                        checkpoint_dir=str(tmp_path / "ck"))
+    images, _ = module.batch_at(str(SAMPLES), 2)  # without checkpoints it runs
+    assert len(images) == 2
+
+
 _ROTATE = {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-20, 20]}}}
 GROUPED = preset_dict([  # the widest groups: every line of their blocks within the limit
     {"one_of": [_ROTATE] * 16, "pick": 3, "probability": 0.5,
