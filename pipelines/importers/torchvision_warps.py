@@ -64,10 +64,6 @@ def _affine_convert(a: Args, c: Context) -> Conversion:
     conv = Conversion()
     lo, hi = symmetric(a["degrees"], "degrees")
     parts = []
-    if (lo, hi) != (0, 0):  # clockwise in torchvision's affine: DALI's angle is the negative
-        conv.steps.append(step("rotate", angle=drawn(-hi, -lo), keep_size=True,
-                               fill_value=fill, interp_type=interp))
-        parts.append("rotation")
     warp: dict[str, Any] = {}
     if a["scale"] is not None:
         warp["scale"] = drawn(*pair(a["scale"], "scale"))
@@ -75,9 +71,13 @@ def _affine_convert(a: Args, c: Context) -> Conversion:
         # torchvision's shear by s degrees maps x -> x - tan(s) y (y down): DALI's factor
         for key, (slo, shi) in zip(("shear_x", "shear_y"), _shears(a["shear"]), strict=False):
             warp[key] = drawn(-math.tan(math.radians(shi)), -math.tan(math.radians(slo)))
-    if warp:
+    if warp:  # torchvision's matrix R(angle) Sh S shears a point first, then turns it
         conv.steps.append(step("warp_affine", fill_value=fill, interp_type=interp, **warp))
         parts.append("scale/shear")
+    if (lo, hi) != (0, 0):  # clockwise in torchvision's affine: DALI's angle is the negative
+        conv.steps.append(step("rotate", angle=drawn(-hi, -lo), keep_size=True,
+                               fill_value=fill, interp_type=interp))
+        parts.append("rotation")
     reasons = []
     if a["translate"] is not None:
         reasons.append("the random translation is not imported (the catalog translates only "

@@ -138,6 +138,23 @@ def test_random_affine_turns_the_way_torchvision_does(module):
     assert ty > 50 + 10 and abs(x - tx) < 1 and abs(y - ty) < 1
 
 
+def test_random_affine_shears_a_point_before_it_turns_it(engine):
+    """torchvision's affine matrix is R(angle) Sh(shear) S: a point is sheared, then turned.
+    RandomAffine(degrees=30, shear=20) imported as rotate then warp_affine turned first: on a
+    sample image 18% of the pixels matched torchvision's and the mean difference was 63 levels."""
+    import torch
+
+    img = engine.images[0]
+    theirs = importlib.import_module("torchvision.transforms.v2").RandomAffine(
+        degrees=(30, 30), shear=(20, 20))(torch.from_numpy(img).permute(2, 0, 1))
+    result = import_pipeline("from torchvision.transforms import v2\nv2.Compose(["
+                             "v2.RandomAffine(degrees=(30, 30), shear=(20, 20))])")
+    assert [s.op for s in result.preset.steps] == ["warp_affine", "rotate"]
+    ours = engine.render(result.preset, images=[0]).images[0]
+    diff = np.abs(ours.astype(int) - theirs.permute(1, 2, 0).numpy().astype(int)).max(-1)
+    assert (diff == 0).mean() > 0.75 and diff.mean() < 8  # two nearest-neighbour passes
+
+
 @pytest.mark.slow
 def test_random_affine_claims_hold_for_rotations_and_each_interpolation(engine):
     """The fixed case runs torchvision's own RandomAffine with the strongest draw, so a wrong
