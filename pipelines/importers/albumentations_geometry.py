@@ -156,7 +156,7 @@ def _smallest_convert(a: Args, c: Context) -> Conversion:
     antialias = a["interpolation"] == 3  # INTER_AREA filters; the others do not
     value: Any = sizes[0] if len(sizes) == 1 else {"choice": sizes}
     tail = {"resize_shorter": sizes[0]} if len(sizes) == 1 and interp == "linear" and \
-        antialias else None
+        antialias and _p(a) == 1 else None  # the tail resizes every sample
     return Conversion([step("resize", _p(a), resize_shorter=value, antialias=antialias,
                             interp_type=interp)], tail,
                       verdict=SMALLEST_VERDICT)

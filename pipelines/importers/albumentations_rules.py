@@ -27,6 +27,7 @@ from .rules import (
     Verdict,
     container,
     conversion,
+    fmt,
     number,
     sequence,
     unsupported,
@@ -62,7 +63,23 @@ def _normalize_values(a: Args) -> tuple[list[float], list[float]]:
     return mean, std
 
 
+def _every_sample(a: Args, name: str) -> None:
+    """Refused: a conversion with p < 1. The output tail converts every sample; Albumentations
+    would leave the others as they were (a batch of mixed types and layouts)."""
+    p = number(a["p"], "p")
+    if p != 1:
+        raise Refused(f"{name}(p={fmt(p)}): the output tail applies to every sample, "
+                      f"Albumentations to {fmt(p * 100)}% of them (the rest stay as they were)",
+                      nearest="p=1")
+
+
+def _to_tensor(a: Args, c: Context) -> Conversion:
+    _every_sample(a, "ToTensorV2")
+    return Conversion(tail={"layout": "CHW"})
+
+
 def _normalize_convert(a: Args, c: Context) -> Conversion:
+    _every_sample(a, "Normalize")
     mean, std = _normalize_values(a)
     c.mean, c.std, c.scaled = tuple(mean), tuple(std), True
     return Conversion(tail={"mean": mean, "std": std, "dtype": "float32"})
@@ -82,6 +99,7 @@ def _given(v: Any) -> Any:
 
 
 def _to_float(a: Args, c: Context) -> Conversion:
+    _every_sample(a, "ToFloat")
     top = 255.0 if a["max_value"] is None else number(a["max_value"], "max_value")
     if top <= 0:
         raise Refused(f"max_value {top:g} must be positive (None: 255 for uint8 images)")
@@ -103,7 +121,7 @@ _RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
          Verdict("equivalent", 0.01, reason="float rounding"),
          convert=_normalize_convert, fixed=_normalize_fixed),
     conversion(LIB, "ToTensorV2", ("transpose_mask", "p"), {"transpose_mask": False, "p": 1.0},
-               "CHW layout", lambda a, c: Conversion(tail={"layout": "CHW"})),
+               "CHW layout", _to_tensor),
     conversion(LIB, "ToFloat", ("max_value", "p"), {"max_value": None, "p": 1.0},
                "float32 divided by max_value", _to_float),
     unsupported(LIB, "Lambda", ("image", "mask", "keypoints", "bboxes", "name", "p"),

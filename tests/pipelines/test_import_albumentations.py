@@ -192,6 +192,41 @@ def test_grid_dropout_fills_black_only():
         item.verdict.reason
 
 
+# ---- the output tail applies to every sample ----------------------------------------------------
+
+
+@pytest.mark.parametrize("code", ["A.Normalize(p=0.5)", "A.ToFloat(p=0.5)",
+                                  "ToTensorV2(p=0.5)"])
+def test_a_conversion_on_a_coin_is_refused(code):
+    """Albumentations leaves half the images as they were (uint8 beside float32, HWC beside
+    CHW); the output tail converts every sample, so the import claimed a conversion of all."""
+    from albumentations.pytorch import ToTensorV2
+
+    c = A.Compose([eval(code, {"A": A, "ToTensorV2": ToTensorV2})])  # the test's own literal
+    c.set_random_seed(0)
+    img = np.zeros((8, 6, 3), np.uint8)
+    kinds = {(str(o.dtype), tuple(o.shape)) for o in (c(image=img)["image"] for _ in range(64))}
+    assert len(kinds) == 2, kinds  # some converted, some not
+    result = import_pipeline("import albumentations as A\nfrom albumentations.pytorch import "
+                             f"ToTensorV2\nA.Compose([A.HorizontalFlip(), {code}])")
+    item = result.transforms[1]
+    assert item.status == "not imported" and item.nearest == "p=1"
+    assert "p=0.5): the output tail applies to every sample, Albumentations to 50%" in \
+        item.verdict.reason
+    assert result.preset.output is None
+
+
+def test_smallest_max_size_on_a_coin_stays_a_step():
+    """At the end of the pipeline SmallestMaxSize(INTER_AREA) is the tail's resize, which
+    resizes every sample: with p=0.5 it became that, and half the images lost their coin."""
+    result = imported("HorizontalFlip()", "SmallestMaxSize(max_size=256, interpolation=3, p=0.5)")
+    assert result.preset.output is None
+    assert [(s.op, s.probability) for s in result.preset.steps] == [("flip", 0.5),
+                                                                    ("resize", 0.5)]
+    whole = imported("HorizontalFlip()", "SmallestMaxSize(max_size=256, interpolation=3)")
+    assert whole.preset.output.resize_shorter == 256
+
+
 # ---- arguments of Albumentations 1.x ---------------------------------------------------------
 
 LEGACY = [  # (1.x call, the same without the 1.x argument, the 2.x argument, the 1.x one)
