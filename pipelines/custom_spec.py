@@ -93,4 +93,65 @@ def source_of(function: Callable[..., Any]) -> str:
     if not isinstance(node, ast.FunctionDef) or node.name != function.__name__:
         raise TypeError("not a function definition")
     lines = src.splitlines()
-    return "\n".join(lines[node.lineno - 1:]).rstrip()
+    return without_annotations("\n".join(lines[node.lineno - 1:]).rstrip())
+
+
+def without_annotations(src: str) -> str:
+    """``src`` without the annotations of its functions' parameters and returns. The copy
+    runs in a generated module that evaluates them when the ``def`` runs, while the user's
+    module may never have (``from __future__ import annotations``, ``TYPE_CHECKING``
+    imports, ``NDArray[np.uint8]``); nothing reads them, and each name in them would have
+    to be copied too (and a typing alias cannot be). Comments and layout stay; a default
+    loses its spaces (``k: float = 1.0`` becomes ``k=1.0``, as ruff writes it)."""
+    tree = ast.parse(src)
+    starts = [0]
+    for line in src.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    lines = src.splitlines(keepends=True)
+
+    def at(lineno: int, col: int) -> int:  # ast columns count UTF-8 bytes
+        return starts[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode())
+
+    cuts: list[tuple[int, int, str]] = []
+    for node in _local_assignments(tree):  # out: NDArray = ... -> out = ...
+        target_end = at(node.target.end_lineno or 0, node.target.end_col_offset or 0)
+        assert node.value is not None
+        cuts.append((target_end, at(node.value.lineno, node.value.col_offset), " = "))
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        for arg in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]:
+            if arg is None or arg.annotation is None:
+                continue
+            end = at(arg.annotation.end_lineno or 0, arg.annotation.end_col_offset or 0)
+            default = re.match(r"[ \t]*=[ \t]*", src[end:])
+            cuts.append((at(arg.lineno, arg.col_offset) + len(arg.arg),
+                         end + (default.end() if default else 0), "=" if default else ""))
+        if node.returns is not None:
+            begin = at(node.returns.lineno, node.returns.col_offset)
+            arrow = src.rindex("->", 0, begin)
+            while src[arrow - 1] in " \t":
+                arrow -= 1
+            end = at(node.returns.end_lineno or 0, node.returns.end_col_offset or 0)
+            for _ in range(src.count("(", arrow, begin)):  # -> (a parenthesised annotation)
+                end = src.index(")", end) + 1
+            cuts.append((arrow, end, ""))
+    for start, end, text in sorted(cuts, reverse=True):
+        src = src[:start] + text + src[end:]
+    return src
+
+
+def _local_assignments(tree: ast.AST) -> list[ast.AnnAssign]:
+    """Annotated assignments with a value in function bodies (not in a class body, where a
+    dataclass reads them): Python never evaluates those annotations (PEP 526)."""
+    found, functions = [], (ast.FunctionDef, ast.AsyncFunctionDef)
+    stack = [(tree, isinstance(tree, functions))]
+    while stack:
+        node, in_function = stack.pop()
+        if in_function and isinstance(node, ast.AnnAssign) and node.value is not None:
+            found.append(node)
+        stack += [(c, isinstance(c, functions) or (in_function and not isinstance(c, ast.ClassDef)))
+                  for c in ast.iter_child_nodes(node)]
+    return found
+

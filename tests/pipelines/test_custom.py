@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import os
 import re
 import shutil
@@ -186,6 +187,60 @@ def test_module_level_imports_and_constants_reach_preview_and_export(user_module
     assert {r.fired[0] for r in preview.records} == {True, False}  # the coin mattered
     for i in range(4):
         np.testing.assert_array_equal(preview.images[i], batch[f"image_{i:04d}"])
+
+
+TYPED_MODULE = '''\
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dali_gallery.pipelines.custom import custom_op
+from dali_gallery.pipelines.params import Param
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+GAIN = 0.5
+
+
+@custom_op("custom.test_typed", "Scaled, with type hints.", params=(
+    Param("k", "float", 1.0, "Factor", bounds=(0, 4), slider=(0, 4), step=0.1, runtime=True),))
+def typed(
+    image: NDArray[np.uint8],  # HWC -> HWC
+    k: float | Sequence[float] = 1.0,
+) -> NDArray[np.uint8]:
+    out: NDArray[np.float32] = image.astype(np.float32) * float(k) * GAIN
+    return np.clip(out, 0, 255).astype(np.uint8)
+'''
+
+
+def test_a_function_with_type_hints_is_copied_without_them(tmp_path, monkeypatch, engine):
+    """Annotations naming a typing alias (NDArray, refused: 'a GenericAlias') or a
+    TYPE_CHECKING import (refused: 'not defined when the operator is registered') stopped a
+    typed function from registering, though nothing evaluates them in the user's module; the
+    copy in the generated modules, which would evaluate them, now leaves them out."""
+    name = f"typed_ops_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(TYPED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = importlib.import_module(name)
+        code = CATALOG["custom.test_typed"].custom_code
+        assert code is not None and "NDArray" not in code.source
+        assert code.source.splitlines()[:4] == ["def typed(", "    image,  # HWC -> HWC",
+                                                "    k=1.0,", "):"]
+        assert "    out = image.astype(np.float32)" in code.source
+        preset = load(preset_dict([{"op": "custom.test_typed", "params": {"k": 1.5}}]))
+        render = engine.render(preset, images=[0, 1])
+        for got, image in zip(render.images, engine.images[:2], strict=True):
+            np.testing.assert_array_equal(got, module.typed(image, np.float32(1.5)))
+        exported = import_export(preset, tmp_path)
+        assert "NDArray" not in inspect.getsource(exported)
+    finally:
+        unregister(CATALOG, "custom.test_typed")
+        sys.modules.pop(name, None)
 
 
 def _helper(image):
