@@ -82,8 +82,9 @@ class Converter:
             if conv is not None and (group := one_coin([s for _, s in built])) is not None:
                 built = [(built[0][0], group)]  # one transform's steps on its own coin
             for owners, s in built:
-                for owner in owners:
-                    owner.steps.append(len(steps))
+                for owner in owners:  # a transform of two steps in one group: that step once
+                    if len(steps) not in owner.steps:
+                        owner.steps.append(len(steps))
                 steps.append(s)
         tail = {**self.nested_tail, **tail}
         library = " + ".join(sorted(self.libraries)) or "torchvision"
@@ -178,6 +179,8 @@ class Converter:
             c = replace(c, kwargs={**c.kwargs, "p": 1.0})  # its p is a weight, not a coin
         first = len(self.items)
         _, _, steps = self._inline([c], ctx, label, force=force and not inner)
+        for it in self.items[first:]:  # all of a nested Compose sit in it, not its first only
+            it.inside = it.inside or label
         return _Part(self.items[first:], steps)
 
     def _all_of(self, e: Call, p: float, parts: list[_Part]) -> Entry:

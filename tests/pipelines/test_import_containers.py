@@ -267,3 +267,14 @@ def test_the_steps_of_one_transform_among_others_in_a_container_say_they_fire_ap
     affine = result.transforms[0]
     assert affine.notes == ["inside Sequential, its 2 steps fire on separate coins of its p "
                             "(groups do not nest)"]
+
+
+def test_the_account_names_each_transforms_container_and_each_step_once():
+    """A Compose inside a RandomApply: its second transform was reported at the top level
+    (inside ''), and RandomAffine's two steps in one group listed that group twice."""
+    result = import_pipeline(TV.format(
+        "v2.RandomApply([v2.Compose([v2.RandomHorizontalFlip(p=1), v2.RandomVerticalFlip(p=1)])],"
+        " p=0.3), v2.RandomApply([v2.RandomAffine(degrees=10, scale=(0.9, 1.1))], p=0.5)"))
+    hflip, vflip, affine = result.transforms
+    assert hflip.inside == vflip.inside == "RandomApply p=0.3"
+    assert (hflip.steps, vflip.steps, affine.steps) == ([0], [0], [1])
