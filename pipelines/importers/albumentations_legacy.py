@@ -30,6 +30,17 @@ FILL: Legacy = {"value": ("fill", "the border fill"),
                 "mask_value": ("fill_mask", "the mask's border fill")}
 """The 1.x names of the warps' fill (Rotate, ShiftScaleRotate)."""
 
+REMOVED: Mapping[str, str] = {
+    "Cutout": "CoarseDropout", "JpegCompression": "ImageCompression",
+    "RandomBrightness": "RandomBrightnessContrast(brightness_limit=..., contrast_limit=0)",
+    "RandomContrast": "RandomBrightnessContrast(brightness_limit=0, contrast_limit=...)",
+    "Flip": "HorizontalFlip / VerticalFlip", "IAAAdditiveGaussianNoise": "GaussNoise",
+    "IAASharpen": "Sharpen", "IAAEmboss": "Emboss", "IAAPerspective": "Perspective",
+    "IAAAffine": "Affine", "IAAPiecewiseAffine": "PiecewiseAffine",
+    "IAASuperpixels": "Superpixels"}
+"""Albumentations 1.x transforms that Albumentations 2 no longer has, and what replaces them
+(a pipeline that uses one does not run on 2.x)."""
+
 _NOTES = "_ignored"
 """The bound arguments' key for the notes on what was ignored (no library argument starts
 with an underscore)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from .albumentations_legacy import REMOVED
 from .rules import Refused, Rule
 from .source_types import Call
 
@@ -64,6 +65,10 @@ def unknown_refusal(e: Call) -> Refused:
         return Refused(f"{e.name} is not a transform of torchvision or Albumentations (custom "
                        "code is never imported or run)",
                        "a custom operator (@custom_op) with the same code")
+    if e.library == "albumentations" and e.name in REMOVED:
+        return Refused(f"albumentations.{e.name} is an Albumentations 1.x transform that "
+                       "Albumentations 2 removed (the pipeline does not run there)",
+                       f"A.{REMOVED[e.name]}")
     return Refused(f"{e.library}.{e.name} has no mapping in dali-gallery yet",
                    "the catalog (`dali-gallery ops`)")
 

@@ -227,6 +227,23 @@ def test_smallest_max_size_on_a_coin_stays_a_step():
     assert whole.preset.output.resize_shorter == 256
 
 
+# ---- transforms Albumentations 2 removed ------------------------------------------------------
+
+
+def test_a_transform_albumentations_2_removed_is_named_so_with_its_replacement():
+    """Kaggle notebooks still write A.Cutout, A.JpegCompression, A.RandomBrightness: the import
+    said 'no mapping in dali-gallery yet', as if the pipeline ran and only the mapping lacked."""
+    from dali_gallery.pipelines.importers.albumentations_legacy import REMOVED
+
+    for old, new in REMOVED.items():
+        assert not hasattr(A, old), old
+        assert all(hasattr(A, n.split("(")[0].strip()) for n in new.split(" / ")), new
+    item = imported("Cutout(num_holes=8, max_h_size=8, max_w_size=8, p=0.5)").transforms[0]
+    assert item.status == "not imported" and item.nearest == "A.CoarseDropout"
+    assert "albumentations.Cutout is an Albumentations 1.x transform that Albumentations 2 " \
+        "removed" in item.verdict.reason
+
+
 # ---- arguments of Albumentations 1.x ---------------------------------------------------------
 
 LEGACY = [  # (1.x call, the same without the 1.x argument, the 2.x argument, the 1.x one)
