@@ -228,7 +228,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     configure_budget(budget_from_args(args))
     engine = PreviewEngine(args.device)
     if args.annotations is not None:
-        return _render_annotated(args, preset, engine)
+        if not Path(args.annotations).is_file():
+            raise UsageError(f"--annotations {args.annotations!r} is not a file")
+        from dali_gallery.gallery.cli_annotated import render_annotated
+
+        return render_annotated(args, preset, engine)
     labels = None
     if src.is_dir():  # the exported pipeline's first batch of the shard, its labels
         preset, labels = _load_folder(args, preset, engine)
@@ -314,7 +318,9 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
                     shard_id=args.shard, num_shards=args.num_shards, device=args.device,
                     random_shuffle=not args.no_shuffle, restore=args.restore,
                     annotations=args.annotations)
-    _print_problems(result.problems)
+    from dali_gallery.gallery.cli_annotated import print_problems
+
+    print_problems(result.problems)
     if args.npz and result.annotated is not None:
         from dali_gallery.pipelines.export_labels import save_label_npz
 
@@ -327,66 +333,6 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
     print(f"replayed batch {args.iteration} of shard {args.shard} of {args.num_shards}{start} "
           f"on {result.device} in {result.ms:.0f} ms -> {args.npz or args.out}")
     return 0
-
-
-def _label_drawer(render, engine, annotations):
-    """Draws each grid tile's labels (the original's as annotated, each draw's as the chain
-    moved them) with the builder's drawing code."""
-    from dali_gallery.widgets.label_overlay import TileLabels, draw_labels
-
-    names = {c.id: c.name for c in annotations.categories.values()}
-    inputs = engine.labels or []
-
-    def decorate(image: int, column: int, tile):
-        labels = inputs[image] if column == 0 else \
-            render.labels[(column - 1) * render.n_images + image].labels
-        if tile.ndim != 3 or tile.shape[-1] != 3:  # a CHW or normalised tail: shown as is
-            return tile
-        return draw_labels(tile, TileLabels(labels.boxes, labels.classes, labels.keypoints,
-                                            labels.mask), names)
-
-    return decorate
-
-
-def _render_annotated(args: argparse.Namespace, preset, engine) -> int:
-    """``render --annotations``: the preview of a COCO dataset, images in the reader's order
-    with their labels; draw 0 is the exported module's first batch with labels."""
-    from dali_gallery.pipelines.annotated_preview import load_annotated
-    from dali_gallery.pipelines.export_labels import label_columns, save_label_npz
-    from dali_gallery.pipelines.grid import grid_image
-    from dali_gallery.pipelines.shards import shard_preset
-
-    if not Path(args.annotations).is_file():
-        raise UsageError(f"--annotations {args.annotations!r} is not a file")
-    try:
-        batch = load_annotated(engine, args.annotations, args.images, batch_size=args.batch_size,
-                               shard_id=args.shard, num_shards=args.num_shards,
-                               max_side=args.size)
-        _print_problems(batch.problems)
-        for p in batch.warnings:
-            print(f"warning: {p}", file=sys.stderr)
-        render = engine.render(shard_preset(preset, args.shard), draws=args.draws,
-                               tail=args.tail)
-        grid_image(render, engine.images, preset,
-                   decorate=_label_drawer(render, engine, batch.annotations)).save(args.out)
-        if args.npz:
-            moved = [out.labels for out in render.labels or []][: render.n_images]
-            save_label_npz(args.npz, render.first_draw(), label_columns(moved))
-        if args.records:
-            Path(args.records).write_text(json.dumps(
-                {"names": engine.names, "records": [r.to_dict() for r in render.records]},
-                indent=1))
-    finally:
-        engine.close()
-    print(f"rendered {render.n_images} annotated images x {render.draws} draws on "
-          f"{render.device} in {render.ms:.0f} ms -> {args.out}")
-    return 0
-
-
-def _print_problems(problems: Sequence[object]) -> None:
-    """Annotations left out, one per line on stderr (the rest are used)."""
-    for p in problems:
-        print(f"left out: {p}", file=sys.stderr)
 
 
 def cmd_check_images(args: argparse.Namespace) -> int:
