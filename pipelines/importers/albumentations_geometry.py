@@ -121,6 +121,15 @@ def _crop_convert(a: Args, c: Context, centre: bool) -> Conversion:
     if not a.get("pad_if_needed"):
         conv.notes.append("an image smaller than the crop: Albumentations raises an error "
                           "(pad_if_needed=False), DALI pads it with 0")
+        return conv
+    _border(a)  # Albumentations pads with border_mode and fill; DALI's crop pads with 0
+    if (level := fill_level(a["fill"], c)) != 0:
+        raise Refused(f"fill={a['fill']!r} pads with grey level {fmt(level)}; DALI's crop pads "
+                      "with 0", nearest="fill=0")
+    if not centre:
+        conv.notes.append(f"pad_if_needed: Albumentations pads an image smaller than the crop "
+                          f"at pad_position={a['pad_position']!r}; DALI's window falls anywhere "
+                          "over it")
     return conv
 
 

@@ -269,6 +269,10 @@ RULES = [
          "saturation=0 (grey, 3 channels), probability p",
          Verdict("equivalent", 2, reason="rounding"),
          convert=lambda a, c: Conversion([step("saturation", _p(a), saturation=0.0)],
+                                         notes=[] if a["num_output_channels"] == 3 else [
+                                             "3 channels are kept (grey in each); "
+                                             "Albumentations returns "
+                                             f"{a['num_output_channels']}"],
                                          verdict=None if a["method"] == "weighted_average" else
                                          Verdict("different", reason=f"method {a['method']!r}: "
                                                  "DALI uses the weighted average")),

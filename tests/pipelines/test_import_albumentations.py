@@ -227,6 +227,37 @@ def test_smallest_max_size_on_a_coin_stays_a_step():
     assert whole.preset.output.resize_shorter == 256
 
 
+# ---- padding crops, grey outputs --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "needle"), [
+    ("RandomCrop(height=20, width=20, pad_if_needed=True, fill=255, p=1)",
+     "fill=255 pads with grey level 255; DALI's crop pads with 0"),
+    ("CenterCrop(height=20, width=20, pad_if_needed=True, border_mode=4, p=1)",
+     "border_mode 4: DALI's warps fill with a constant"),
+])
+def test_a_crop_that_pads_otherwise_than_with_black_is_refused(code, needle):
+    """The library pads a 10x10 image with the fill (or reflects it); the import dropped both
+    and claimed 'identical', padding with 0."""
+    out = library(code)[0](image=np.full((10, 10, 3), 200, np.uint8))["image"]
+    assert np.unique(out).tolist() != [0, 200]
+    item = imported(code).transforms[0]
+    assert item.status == "not imported" and needle in item.verdict.reason
+
+
+def test_a_random_crop_that_pads_says_where_the_library_puts_the_image():
+    item = imported("RandomCrop(height=20, width=20, pad_if_needed=True, p=1)").transforms[0]
+    assert item.status == "imported"
+    assert any("pad_position='center'" in n for n in item.notes), item.notes
+
+
+def test_to_gray_with_one_output_channel_says_three_are_kept():
+    out = library("ToGray(num_output_channels=1, p=1)")[0](image=np.zeros((4, 6, 3), np.uint8))
+    assert out["image"].shape in ((4, 6), (4, 6, 1))  # one channel
+    item = imported("ToGray(num_output_channels=1, p=1)").transforms[0]
+    assert item.notes == ["3 channels are kept (grey in each); Albumentations returns 1"]
+
+
 # ---- transforms Albumentations 2 removed ------------------------------------------------------
 
 
