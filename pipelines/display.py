@@ -36,9 +36,10 @@ def to_display(img: np.ndarray) -> np.ndarray:
     a = img
     if _is_chw(a):
         a = np.transpose(a, (1, 2, 0))
-    if a.dtype != np.uint8:
-        lo, hi = float(a.min()), float(a.max())
-        a = ((a - lo) / (hi - lo + 1e-12) * 255).astype(np.uint8)
+    if a.dtype != np.uint8:  # stretched to 0..255 in float32 (float16 loses the 1e-12)
+        f = a.astype(np.float32)
+        lo, hi = float(f.min()), float(f.max())
+        a = ((f - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(f)).astype(np.uint8)
     if a.shape[2] == 1:
         a = np.repeat(a, 3, axis=2)
     return a

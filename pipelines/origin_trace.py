@@ -3,7 +3,7 @@
 DALI records, on every operator it traces, the Python stack that made it (four lists: file
 names, line numbers, function names and source lines), serializes them with the pipeline and
 quotes them in run-time errors. A policy's operators are made deep inside DALI's ``auto_aug``
-code, so their stacks are mostly DALI's own frames: a ``rand_augment`` preview pipeline
+code, so their stacks are mostly DALI's own frames: a RandAugment preview pipeline
 serialized to 1 MB (~3 KB an operator, 337 operators), and loading it from the pipeline cache
 parsed all of it (23 ms, against 8 ms without any trace, on 2 cores; 30-77 ms on an H200 host).
 
