@@ -173,6 +173,9 @@ def _random_crop_convert(a: Args, c: Context) -> Conversion:
                             crop_pos_x={"uniform": [0.0, 1.0]},
                             crop_pos_y={"uniform": [0.0, 1.0]}, out_of_bounds_policy="pad")])
     if a["pad_if_needed"]:
+        if (level := fill_level(a["fill"], c)) != 0:
+            raise Refused(f"fill={a['fill']!r} pads with grey level {fmt(level)}; DALI's crop "
+                          "pads with 0", nearest="fill=0")
         conv.notes.append("pad_if_needed: DALI pads a window larger than the image with 0")
     return conv
 

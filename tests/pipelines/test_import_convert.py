@@ -250,6 +250,26 @@ def test_a_value_transform_after_normalize_is_refused(source, refused, kept):
     assert all(t.status == "imported" for t in before.transforms if t.call.name in refused)
 
 
+def test_a_random_crop_that_pads_with_a_colour_is_refused():
+    """torchvision pads a small image with the fill (255 here); the import padded with 0 and
+    claimed 'identical'. After ToTensor a fill of 1.0 is that same white."""
+    import torch
+    import torchvision.transforms as T
+
+    out = T.RandomCrop(20, pad_if_needed=True, fill=255)(torch.full((3, 10, 10), 200,
+                                                                    dtype=torch.uint8))
+    assert set(out.unique().tolist()) == {200, 255}
+    result = import_pipeline("import torchvision.transforms as T\nT.Compose(["
+                             "T.RandomCrop(20, pad_if_needed=True, fill=255), "
+                             "T.RandomCrop(20, pad_if_needed=True), T.ToTensor(), "
+                             "T.RandomCrop(20, pad_if_needed=True, fill=1.0)])")
+    white, black, _, white_after = result.transforms
+    assert black.status == "imported"
+    for item in (white, white_after):
+        assert item.status == "not imported" and item.nearest == "fill=0"
+        assert "pads with grey level 255; DALI's crop pads with 0" in item.verdict.reason
+
+
 def test_values_out_of_the_catalogs_bounds_are_refused_not_clamped():
     result = import_pipeline("import torchvision.transforms as T\nT.Compose([T.RandomRotation("
                              "500), T.Resize(256, foo=1), T.RandomHorizontalFlip(p=1.5),"
