@@ -92,6 +92,10 @@ def _affine_convert(a: Args, c: Context, fixed: bool = False) -> Conversion:
     if warp:
         conv.steps.append(step("warp_affine", 1.0, fill_value=fill, interp_type=interp, **warp))
     if _translates(a):
+        if not conv.steps and not fixed:  # nothing of it would be imported
+            raise Refused("its one change is the random translation, which no catalog step "
+                          "makes (auto_aug translates by magnitude bins, fill 128)",
+                          nearest="auto_aug.translate_x / translate_y")
         reasons.append("the random translation is not imported (the catalog translates only "
                        "by auto_aug magnitude bins)")
         conv.notes.append("translation dropped; nearest: auto_aug.translate_x / translate_y")

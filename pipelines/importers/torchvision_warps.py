@@ -79,7 +79,11 @@ def _affine_convert(a: Args, c: Context) -> Conversion:
                                fill_value=fill, interp_type=interp))
         parts.append("rotation")
     reasons = []
-    if a["translate"] is not None:
+    if a["translate"] is not None and any(v != 0 for v in sequence(a["translate"])):
+        if not conv.steps:  # nothing of it would be imported
+            raise Refused("its one change is the random translation, which no catalog step "
+                          "makes (auto_aug translates by magnitude bins, fill 128)",
+                          nearest="auto_aug.translate_x / translate_y")
         reasons.append("the random translation is not imported (the catalog translates only "
                        "by auto_aug magnitude bins, fill 128)")
         conv.notes.append("translate dropped; nearest: auto_aug.translate_x / translate_y")

@@ -107,6 +107,19 @@ def test_a_translation_is_reported_only_when_the_library_moves_the_image(code, m
     assert any("translation dropped" in n for n in item.notes) == moves
 
 
+@pytest.mark.parametrize("code", ["Affine(translate_percent=0.1, p=0.5)",
+                                  "ShiftScaleRotate(shift_limit=0.1, scale_limit=0, "
+                                  "rotate_limit=0, p=0.5)"])
+def test_a_translation_alone_is_not_imported(code):
+    """Its one change is the translation, which is dropped: it was counted 'imported' with
+    no step ("3 of 3 transforms imported ... into 0 steps")."""
+    result = imported(code)
+    item = result.transforms[0]
+    assert item.status == "not imported" and not result.preset.steps
+    assert "its one change is the random translation" in item.verdict.reason
+    assert item.nearest == "auto_aug.translate_x / translate_y"
+
+
 # ---- Normalize --------------------------------------------------------------------------------
 
 

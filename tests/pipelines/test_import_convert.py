@@ -270,6 +270,16 @@ def test_a_random_crop_that_pads_with_a_colour_is_refused():
         assert "pads with grey level 255; DALI's crop pads with 0" in item.verdict.reason
 
 
+def test_a_random_affine_that_only_translates_is_not_imported():
+    result = import_pipeline("import torchvision.transforms as T\nT.Compose(["
+                             "T.RandomAffine(degrees=0, translate=(0.1, 0.1)), "
+                             "T.RandomAffine(degrees=10, translate=(0, 0))])")
+    moves, turns = result.transforms
+    assert moves.status == "not imported" and moves.nearest.startswith("auto_aug.translate_x")
+    assert "its one change is the random translation" in moves.verdict.reason
+    assert turns.status == "imported" and "translat" not in turns.verdict.line()
+
+
 def test_values_out_of_the_catalogs_bounds_are_refused_not_clamped():
     result = import_pipeline("import torchvision.transforms as T\nT.Compose([T.RandomRotation("
                              "500), T.Resize(256, foo=1), T.RandomHorizontalFlip(p=1.5),"
