@@ -97,7 +97,8 @@ def source_of(function: Callable[..., Any]) -> str:
 
 
 def without_annotations(src: str) -> str:
-    """``src`` without the annotations of its functions' parameters and returns. The copy
+    """``src`` without the annotations of its functions' parameters, returns and local
+    variables (``out: T = v`` becomes ``out = v``; a bare ``out: T``, ``pass``). The copy
     runs in a generated module that evaluates them when the ``def`` runs, while the user's
     module may never have (``from __future__ import annotations``, ``TYPE_CHECKING``
     imports, ``NDArray[np.uint8]``); nothing reads them, and each name in them would have
@@ -113,10 +114,13 @@ def without_annotations(src: str) -> str:
         return starts[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode())
 
     cuts: list[tuple[int, int, str]] = []
-    for node in _local_assignments(tree):  # out: NDArray = ... -> out = ...
-        target_end = at(node.target.end_lineno or 0, node.target.end_col_offset or 0)
-        assert node.value is not None
-        cuts.append((target_end, at(node.value.lineno, node.value.col_offset), " = "))
+    for node in _local_annotations(tree):
+        if node.value is not None:  # out: NDArray = ... -> out = ...
+            target_end = at(node.target.end_lineno or 0, node.target.end_col_offset or 0)
+            cuts.append((target_end, at(node.value.lineno, node.value.col_offset), " = "))
+        elif isinstance(node.target, ast.Name):  # out: NDArray -> pass (keeps a block whole)
+            cuts.append((at(node.lineno, node.col_offset),
+                         at(node.end_lineno or 0, node.end_col_offset or 0), "pass"))
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -142,14 +146,16 @@ def without_annotations(src: str) -> str:
     return src
 
 
-def _local_assignments(tree: ast.AST) -> list[ast.AnnAssign]:
-    """Annotated assignments with a value in function bodies (not in a class body, where a
-    dataclass reads them): Python never evaluates those annotations (PEP 526)."""
+def _local_annotations(tree: ast.AST) -> list[ast.AnnAssign]:
+    """Annotated statements in function bodies (not in a class body, where a dataclass reads
+    them): Python never evaluates those annotations (PEP 526), with a value or without one
+    (``x: T`` does nothing at run time; a bare ``obj.attr: T`` or ``a[i]: T`` still evaluates
+    its target, so only a bare name is dropped)."""
     found, functions = [], (ast.FunctionDef, ast.AsyncFunctionDef)
     stack = [(tree, isinstance(tree, functions))]
     while stack:
         node, in_function = stack.pop()
-        if in_function and isinstance(node, ast.AnnAssign) and node.value is not None:
+        if in_function and isinstance(node, ast.AnnAssign):
             found.append(node)
         stack += [(c, isinstance(c, functions) or (in_function and not isinstance(c, ast.ClassDef)))
                   for c in ast.iter_child_nodes(node)]
