@@ -190,9 +190,9 @@ def _rrc_convert(a: Args, c: Context) -> Conversion:
     conv = Conversion([step("random_resized_crop", size=h, area_min=lo, area_max=hi,
                             aspect_min=rlo, aspect_max=rhi,
                             antialias=a["antialias"] is not False)])
-    if _interp(a["interpolation"], ("nn", "linear", "cubic")) != "linear":
+    if (interp := _interp(a["interpolation"], ("nn", "linear", "cubic"))) != "linear":
         conv.verdict = Verdict("different", reason="DALI's random_resized_crop resamples "
-                               f"linearly; torchvision uses {a['interpolation']}")
+                               f"linearly; torchvision uses {REVERSE_INTERP[interp]}")
     return conv
 
 

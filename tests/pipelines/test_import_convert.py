@@ -280,6 +280,15 @@ def test_a_random_affine_that_only_translates_is_not_imported():
     assert turns.status == "imported" and "translat" not in turns.verdict.line()
 
 
+def test_an_interpolation_given_as_a_pil_code_is_named_in_the_verdict():
+    # facebookresearch/mae main_pretrain.py
+    result = import_pipeline("import torchvision.transforms as transforms\n"
+                             "transforms.Compose([transforms.RandomResizedCrop(224, scale=(0.2, "
+                             "1.0), interpolation=3)])  # 3 is bicubic")
+    assert result.transforms[0].verdict.reason == ("DALI's random_resized_crop resamples "
+                                                   "linearly; torchvision uses bicubic")
+
+
 def test_values_out_of_the_catalogs_bounds_are_refused_not_clamped():
     result = import_pipeline("import torchvision.transforms as T\nT.Compose([T.RandomRotation("
                              "500), T.Resize(256, foo=1), T.RandomHorizontalFlip(p=1.5),"
