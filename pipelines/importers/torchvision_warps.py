@@ -71,13 +71,18 @@ def _affine_convert(a: Args, c: Context) -> Conversion:
         # torchvision's shear by s degrees maps x -> x - tan(s) y (y down): DALI's factor
         for key, (slo, shi) in zip(("shear_x", "shear_y"), _shears(a["shear"]), strict=False):
             warp[key] = drawn(-math.tan(math.radians(shi)), -math.tan(math.radians(slo)))
-    if warp:  # torchvision's matrix R(angle) Sh S shears a point first, then turns it
-        conv.steps.append(step("warp_affine", fill_value=fill, interp_type=interp, **warp))
-        parts.append("scale/shear")
     if (lo, hi) != (0, 0):  # clockwise in torchvision's affine: DALI's angle is the negative
         conv.steps.append(step("rotate", angle=drawn(-hi, -lo), keep_size=True,
                                fill_value=fill, interp_type=interp))
         parts.append("rotation")
+    if warp:
+        # torchvision's matrix R(angle) S Sh shears a point first, then turns it: a shear goes
+        # before the rotation. A zoom alone commutes with the rotation and stays after it
+        # (a zoom-in first would cut the corners the rotation brings into view)
+        where = 0 if any(k.startswith("shear") for k in warp) else len(conv.steps)
+        conv.steps.insert(where, step("warp_affine", fill_value=fill, interp_type=interp,
+                                      **warp))
+        parts.append("scale/shear")
     reasons = []
     if a["translate"] is not None and any(v != 0 for v in sequence(a["translate"])):
         if not conv.steps:  # nothing of it would be imported

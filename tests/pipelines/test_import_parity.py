@@ -153,6 +153,10 @@ def test_random_affine_shears_a_point_before_it_turns_it(engine):
     ours = engine.render(result.preset, images=[0]).images[0]
     diff = np.abs(ours.astype(int) - theirs.permute(1, 2, 0).numpy().astype(int)).max(-1)
     assert (diff == 0).mean() > 0.75 and diff.mean() < 8  # two nearest-neighbour passes
+    zoom = import_pipeline("from torchvision.transforms import v2\nv2.Compose(["
+                           "v2.RandomAffine(degrees=30, scale=(1.1, 1.2))])")
+    assert [s.op for s in zoom.preset.steps] == ["rotate", "warp_affine"]  # commute: a zoom-in
+    # after the turn keeps the corners the turn brings into view, as torchvision's one pass
 
 
 @pytest.mark.slow
