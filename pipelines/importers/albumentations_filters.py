@@ -87,10 +87,17 @@ def _grid_convert(a: Args, c: Context) -> Conversion:
                       "grid_mask takes a tile in pixels", nearest="unit_size_range=(32, 32)")
     lo, hi = (int(v) for v in pair(a["unit_size_range"], "unit_size_range"))
     ratio = number(a["ratio"], "ratio")
-    if fill_level(a["fill"], c) != 0:  # the fill in this point's units, as a grey level
-        raise Refused(f"fill={a['fill']!r} is grey level {fmt(fill_level(a['fill'], c))} here; "
-                      "DALI's grid_mask masks with black (level 0)",
-                      nearest="fill=0, before any Normalize")
+    black = [0.0] if c.mean is None or c.std is None else [  # level 0 in this point's units
+        round(-m / s, 6) for m, s in zip(c.mean, c.std, strict=False)]
+    try:
+        level = fill_level(a["fill"], c)
+    except Refused as r:  # a colour per channel: name the black the grid masks with instead
+        raise Refused(r.reason, nearest=f"fill={black if len(black) > 1 else black[0]} "
+                      "(black: DALI's grid_mask masks with black)") from r
+    if level != 0:
+        raise Refused(f"fill={a['fill']!r} is grey level {fmt(level)} here; DALI's grid_mask "
+                      "masks with black (level 0)",
+                      nearest=f"fill={black if len(black) > 1 else black[0]}")
     params: dict[str, Any] = {"tile": drawn(lo, hi, integer=True), "ratio": ratio}
     if a["random_offset"]:
         params.update(shift_x=drawn(0, hi), shift_y=drawn(0, hi))

@@ -200,9 +200,16 @@ def test_a_fill_after_to_float_is_a_fraction_of_max_value():
 
 def test_grid_dropout_fills_black_only():
     item = imported("GridDropout(unit_size_range=(10, 20), fill=128)").transforms[0]
-    assert item.status == "not imported"
+    assert item.status == "not imported" and item.nearest == "fill=0.0"
     assert "fill=128 is grey level 128 here; DALI's grid_mask masks with black" in \
         item.verdict.reason
+    after = imported("Normalize()", "GridDropout(unit_size_range=(10, 20))").transforms[1]
+    assert after.status == "not imported"  # the nearest is black there, not a mean grey
+    assert after.nearest == ("fill=[-2.117904, -2.035714, -1.804444] (black: DALI's grid_mask "
+                             "masks with black)")
+    black = imported("Normalize()", "GridDropout(unit_size_range=(10, 20), "
+                     "fill=(-2.117904, -2.035714, -1.804444))").transforms[1]
+    assert black.status == "imported"
 
 
 # ---- the output tail applies to every sample ----------------------------------------------------
