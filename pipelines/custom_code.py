@@ -42,7 +42,7 @@ OWN_NAMES = frozenset({
     "select", "flat_folder_files",
     "reader_args", "training_pipeline", "create_pipeline", "shard_seed", "check_shard",
     "checkpoint_file", "read_checkpoint", "replay", "batch_arguments",
-    "batch_options", "batch_at", "main",
+    "batch_options", "script_batch", "save_npz", "batch_at", "main",
     # the labelled module's own (pipelines.export_labels, pipelines.coco_keypoints)
     "LABEL_KEYS", "unfit_for_masks", "keypoint_table", "keypoints_lookup", "keypoint_count",
     "pad_per_batch",

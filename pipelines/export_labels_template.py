@@ -295,17 +295,13 @@ def main(argv=None):
     )
     batch_arguments(parser, "id order")
     args = parser.parse_args(argv)
-    options = batch_options(parser, args)
-    try:
-        images, labels = batch_at(args.images, args.annotations, **options)
-    except (ValueError, OSError) as e:
-        parser.error(str(e))
+    images, labels = script_batch(parser, args, (args.images, args.annotations))
     arrays = {{}}
     for i, image in enumerate(images):
         arrays[f"image_{{i:04d}}"] = image
         for key in LABEL_KEYS:
             arrays[f"{{key}}_{{i:04d}}"] = labels[key][i]
-    np.savez(args.out, **arrays)
+    save_npz(parser, args.out, arrays)
     print(f"wrote batch {{args.iteration}} of shard {{args.shard}} to {{args.out}}")
 
 

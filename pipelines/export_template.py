@@ -268,6 +268,45 @@ def batch_options(parser, args):
     }}
 
 
+def script_batch(parser, args, inputs):
+    """batch_at(*inputs) for the command line. A missing --images folder or --out folder
+    (checked before the batch runs) or a file DALI cannot read or decode ends the script
+    with one paragraph naming it (exit 2; 1 when DALI fails) instead of a traceback."""
+    if not os.path.isdir(args.images):
+        parser.error(
+            f"--images {{args.images!r}} is not a folder; expected the folder that holds "
+            "the images to read"
+        )
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        parser.error(
+            f"--out {{args.out!r}} cannot be written: its folder {{folder!r}} does not "
+            "exist; create it or write the .npz file elsewhere"
+        )
+    options = batch_options(parser, args)
+    try:
+        return batch_at(*inputs, **options)
+    except (ValueError, OSError) as e:
+        parser.error(str(e))
+    except RuntimeError as e:
+        # DALI's own failure: most often a file it cannot read or decode
+        parser.exit(
+            1,
+            f"{{parser.prog}}: error: DALI stopped reading --images {{args.images!r}}: "
+            f"{{' '.join(str(e).split())}} (each file with an image extension must be an "
+            "image DALI decodes; dali-gallery check-images FOLDER lists those that are "
+            "not)\\n",
+        )
+
+
+def save_npz(parser, path, arrays):
+    """np.savez(path): a folder that cannot be written is one paragraph (exit 2)."""
+    try:
+        np.savez(path, **arrays)
+    except OSError as e:  # read-only, full, a folder of that name, ...
+        parser.error(f"--out {{path!r}} cannot be written: {{e.strerror or e}}")
+
+
 '''
 """Saving, reading and replaying to checkpoints with their settings, and the command line's
 batch options: shared by the module with labels (:mod:`pipelines.export_labels_template`)."""
@@ -342,14 +381,10 @@ def main(argv=None):
     parser.add_argument("--images", required=True, help="image folder")
     batch_arguments(parser, "file order")
     args = parser.parse_args(argv)
-    options = batch_options(parser, args)
-    try:
-        images, labels = batch_at(args.images, **options)
-    except ValueError as e:
-        parser.error(str(e))
+    images, labels = script_batch(parser, args, (args.images,))
     arrays = {{f"image_{{i:04d}}": image for i, image in enumerate(images)}}
     arrays["labels"] = labels
-    np.savez(args.out, **arrays)
+    save_npz(parser, args.out, arrays)
     print(f"wrote batch {{args.iteration}} of shard {{args.shard}} to {{args.out}}")
 
 

@@ -45,7 +45,8 @@ TOP_LEVEL = {"_op_seed", "_vec", "_node", "_inputs", "_checked", "vignette", "cu
              "augment", "finish", "flat_folder_files", "reader_args", "training_pipeline",
              "create_pipeline",
              "shard_seed", "check_shard", "checkpoint_file", "read_checkpoint", "replay",
-             "batch_arguments", "batch_options", "batch_at", "main"}
+             "batch_arguments", "batch_options", "script_batch", "save_npz", "batch_at",
+             "main"}
 
 
 @pytest.fixture(scope="module")
