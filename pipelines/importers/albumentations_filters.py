@@ -115,6 +115,14 @@ def _blur_convert(a: Args, c: Context) -> Conversion:
     return conv
 
 
+def _motion_convert(a: Args, c: Context) -> Conversion:
+    lo, hi = _kernel_span(a["blur_limit"])  # the reason names the lengths actually drawn
+    return Conversion([step("filter", _p(a), kernel="motion_blur", border="reflect_101")],
+                      verdict=Verdict("different", reason="a fixed 7-pixel horizontal kernel "
+                                      f"(Albumentations: a random line of {fmt(lo)}-{fmt(hi)} "
+                                      "px at a random angle)"))
+
+
 def _kernel_span(v: Any) -> tuple[float, float]:
     """Albumentations' blur_limit: n means kernel sizes 3 to n."""
     return pair(v, "blur_limit") if isinstance(v, list) else (3.0, number(v, "blur_limit"))
@@ -199,8 +207,7 @@ RULES = [
          "nearest: filter (the catalog's 7-pixel horizontal motion_blur kernel)",
          Verdict("different", reason="a fixed 7-pixel horizontal kernel (Albumentations: a "
                  "random line of 3-7 px at a random angle)"),
-         convert=lambda a, c: Conversion([step("filter", _p(a), kernel="motion_blur",
-                                               border="reflect_101")])),
+         convert=_motion_convert),
     Rule(LIB, "MedianBlur", ("blur_limit", "p"), {"blur_limit": (3, 7), "p": 0.5},
          "experimental.median_blur (window size a choice of the odd sizes; GPU only)",
          Verdict("identical", reason="compared on the GPU: DALI's median filter runs only "

@@ -278,6 +278,12 @@ def test_to_gray_with_one_output_channel_says_three_are_kept():
     assert item.notes == ["3 channels are kept (grey in each); Albumentations returns 1"]
 
 
+def test_motion_blur_names_the_line_lengths_it_was_given():
+    assert library("MotionBlur(blur_limit=5)")[0].blur_limit == (3, 5)
+    item = imported("MotionBlur(blur_limit=5)").transforms[0]
+    assert "a random line of 3-5 px" in item.verdict.reason
+
+
 # ---- transforms Albumentations 2 removed ------------------------------------------------------
 
 
