@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dali_gallery.gallery.cli_output import OutputError, writing
 from dali_gallery.pipelines.budget import add_arguments as add_budget_arguments
 from dali_gallery.pipelines.budget import configure as configure_budget
 from dali_gallery.pipelines.budget import from_args as budget_from_args
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UsageError as e:
+    except (UsageError, OutputError) as e:
         _paragraph(str(e))
         return EXIT_BAD_INPUT
     except Exception as e:  # noqa: BLE001 - classified below: user errors vs bugs
@@ -247,12 +248,17 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("note: --npz gets a first draw with no training tail (the preset's output: add "
               "--tail), which the exported module's batch has", file=sys.stderr)
     render = engine.render(preset, draws=args.draws, tail=args.tail)
-    grid_image(render, engine.images, preset).save(args.out)
+    grid = grid_image(render, engine.images, preset)
+    with writing("--out", args.out):
+        grid.save(args.out)
     if args.npz:
-        save_npz(args.npz, render.first_draw(), labels)
+        with writing("--npz", args.npz):
+            save_npz(args.npz, render.first_draw(), labels)
     if args.records:
-        Path(args.records).write_text(json.dumps(
-            {"names": engine.names, "records": [r.to_dict() for r in render.records]}, indent=1))
+        records = json.dumps(
+            {"names": engine.names, "records": [r.to_dict() for r in render.records]}, indent=1)
+        with writing("--json", args.records):
+            Path(args.records).write_text(records)
     print(f"rendered {render.n_images} images x {render.draws} draws on {render.device} in "
           f"{render.ms:.0f} ms -> {args.out}")
     engine.close()
@@ -324,11 +330,15 @@ def _render_iteration(args: argparse.Namespace, preset) -> int:
     if args.npz and result.annotated is not None:
         from dali_gallery.pipelines.export_labels import save_label_npz
 
-        save_label_npz(args.npz, result.images, result.annotated)
+        with writing("--npz", args.npz):
+            save_label_npz(args.npz, result.images, result.annotated)
     elif args.npz:
-        save_npz(args.npz, result.images, result.labels.tolist())
+        with writing("--npz", args.npz):
+            save_npz(args.npz, result.images, result.labels.tolist())
     if args.out:
-        batch_sheet(result.images, result.labels).save(args.out)
+        sheet = batch_sheet(result.images, result.labels)
+        with writing("--out", args.out):
+            sheet.save(args.out)
     start = f" from {args.restore}" if args.restore else " from the start"
     print(f"replayed batch {args.iteration} of shard {args.shard} of {args.num_shards}{start} "
           f"on {result.device} in {result.ms:.0f} ms -> {args.npz or args.out}")

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dali_gallery.gallery.cli_output import writing
+
 if TYPE_CHECKING:
     from dali_gallery.pipelines.engine import PreviewEngine
     from dali_gallery.pipelines.preset import Preset
@@ -55,15 +57,20 @@ def render_annotated(args: argparse.Namespace, preset: Preset, engine: PreviewEn
             print(f"warning: {p}", file=sys.stderr)
         render = engine.render(shard_preset(preset, args.shard), draws=args.draws,
                                tail=args.tail)
-        grid_image(render, engine.images, preset,
-                   decorate=label_drawer(render, engine, batch.annotations)).save(args.out)
+        grid = grid_image(render, engine.images, preset,
+                          decorate=label_drawer(render, engine, batch.annotations))
+        with writing("--out", args.out):
+            grid.save(args.out)
         if args.npz:
             moved = [out.labels for out in render.labels or []][: render.n_images]
-            save_label_npz(args.npz, render.first_draw(), label_columns(moved))
+            with writing("--npz", args.npz):
+                save_label_npz(args.npz, render.first_draw(), label_columns(moved))
         if args.records:
-            Path(args.records).write_text(json.dumps(
+            records = json.dumps(
                 {"names": engine.names, "records": [r.to_dict() for r in render.records]},
-                indent=1))
+                indent=1)
+            with writing("--json", args.records):
+                Path(args.records).write_text(records)
     finally:
         engine.close()
     print(f"rendered {render.n_images} annotated images x {render.draws} draws on "
