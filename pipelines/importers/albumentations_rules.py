@@ -78,9 +78,27 @@ def _to_tensor(a: Args, c: Context) -> Conversion:
     return Conversion(tail={"layout": "CHW"})
 
 
+def _after(c: Context, shift: list[float], scale: list[float]) -> tuple[list[float], list[float]]:
+    """The tail's (mean, std) once values v, which the context says are already
+    (x - m0 * 255) / (s0 * 255) (ToFloat's x / M: m0 0, s0 M / 255; uint8 levels: 0 and 1/255),
+    become (v - shift) / scale: mean m0 + shift * s0 and std scale * s0, in fractions of 255."""
+    m0, s0 = (c.mean, c.std) if c.mean is not None and c.std is not None else ((0.0,), (1 / 255,))
+    n = max(len(shift), len(scale), len(m0), len(s0))
+    if any(len(x) not in (1, n) for x in (shift, scale, m0, s0)):
+        raise Refused(f"{len(shift)} values after a conversion of {n} channels; expected 1 or "
+                      f"one per channel")
+    m0, s0, shift, scale = (list(x) * (n // len(x)) for x in (m0, s0, shift, scale))
+    return ([float(f"{m + d * s:.12g}") for m, d, s in zip(m0, shift, s0, strict=True)],
+            [float(f"{k * s:.12g}") for k, s in zip(scale, s0, strict=True)])
+
+
 def _normalize_convert(a: Args, c: Context) -> Conversion:
     _every_sample(a, "Normalize")
-    mean, std = _normalize_values(a)
+    mean, std = _normalize_values(a)  # fractions of 255, for uint8 input
+    if c.mean is not None:  # after ToFloat (or a Normalize): on the values as they are now
+        top = number(a["max_pixel_value"], "max_pixel_value")
+        mean, std = _after(c, [number(v, "mean") * top for v in sequence(a["mean"])],
+                           [number(v, "std") * top for v in sequence(a["std"])])
     c.mean, c.std, c.scaled = tuple(mean), tuple(std), True
     return Conversion(tail={"mean": mean, "std": std, "dtype": "float32"})
 
@@ -103,8 +121,12 @@ def _to_float(a: Args, c: Context) -> Conversion:
     top = 255.0 if a["max_value"] is None else number(a["max_value"], "max_value")
     if top <= 0:
         raise Refused(f"max_value {top:g} must be positive (None: 255 for uint8 images)")
-    c.mean, c.std, c.scaled = (0.0,), (top / 255,), True  # a fill v is then level v * top
-    return Conversion(tail={"dtype": "float32", "mean": [0.0], "std": [top / 255]})
+    if c.scaled:  # Albumentations returns float32 input as it is, whatever max_value
+        return Conversion(tail={}, notes=["no change: the values are float32 already (after "
+                                          "Normalize or ToFloat), which ToFloat leaves as is"])
+    mean, std = _after(c, [0.0], [top])
+    c.mean, c.std, c.scaled = tuple(mean), tuple(std), True  # a fill v: level v * top
+    return Conversion(tail={"dtype": "float32", "mean": mean, "std": std})
 
 
 def _container(name: str, params: tuple[str, ...], defaults: dict[str, Any], what: str) -> Rule:

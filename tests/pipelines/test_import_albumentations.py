@@ -140,6 +140,26 @@ def test_normalize_matches_albumentations_for_any_max_pixel_value(code):
     np.testing.assert_allclose(ours, theirs, atol=1e-4)
 
 
+@pytest.mark.parametrize("codes", [
+    ("ToFloat(max_value=255)", "Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, "
+     "0.225), max_pixel_value=1.0)"),
+    ("ToFloat(max_value=65535)", "Normalize(mean=0.5, std=0.25, max_pixel_value=1.0)"),
+    ("Normalize()", "ToFloat()"),  # float32 input: ToFloat leaves it as it is
+    ("Normalize()", "ToFloat(max_value=2)"),
+])
+def test_a_normalize_or_to_float_after_the_other_matches_albumentations(codes):
+    """ToFloat then Normalize(max_pixel_value=1.0) normalises the 0-1 values: the import read
+    the Normalize as if on 0-255 (white came out 1100, not 2.2); a ToFloat after Normalize reset
+    the tail to a plain division (Albumentations leaves float32 input alone)."""
+    result = imported(*codes)
+    assert all(t.status in ("tail", "conversion") for t in result.transforms)
+    out = result.preset.output
+    img = np.random.default_rng(0).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    ours = (img - np.asarray(out.mean) * 255) / (np.asarray(out.std) * 255)
+    theirs = A.Compose([library(c)[0] for c in codes])(image=img)["image"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
 def test_normalize_at_max_pixel_value_127_5_gives_albumentations_number():
     out = imported("Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), "
                    "max_pixel_value=127.5)").preset.output
