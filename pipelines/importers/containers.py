@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..labels import DEFAULT_MIN_KEPT
 from ..preset import GROUP_KEY, MAX_CHILDREN
 from .rules import Args, Refused, Rule, number, plain
 from .source import Call
@@ -63,6 +64,32 @@ def one_coin(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     inner = [{**s, "probability": round(s["probability"] / p, 6)} for s in steps]
     return {GROUP_KEY: inner, "probability": p, "pick": len(inner)}
+
+
+def label_notes(e: Call, args: Args) -> list[str]:
+    """What an Albumentations Compose's bbox_params / keypoint_params become: the preset holds
+    no label settings, and dali-gallery's own box threshold differs from min_visibility."""
+    if e.library != "albumentations":
+        return []
+    notes = []
+    box = args.get("bbox_params")
+    if box is not None:
+        given = (box.kwargs if isinstance(box, Call) else box) if isinstance(
+            box, (Call, dict)) else {}
+        vis, area = (_shown(plain(given.get(k, 0.0))) for k in ("min_visibility", "min_area"))
+        notes.append(f"bbox_params are not imported (a preset holds no label settings): with "
+                     f"labels, dali-gallery drops a box that keeps less than "
+                     f"{DEFAULT_MIN_KEPT:.0%} of its area after a step; this Compose has "
+                     f"Albumentations drop boxes under min_visibility={vis} of their area "
+                     f"and min_area={area} px")
+    if args.get("keypoint_params") is not None:
+        notes.append("keypoint_params are not imported (a preset holds no label settings): "
+                     "their format and remove_invisible do not carry over")
+    return notes
+
+
+def _shown(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
 
 
 def strict_of(e: Call, args: Args) -> bool:

@@ -17,7 +17,7 @@ from ..catalog import CATALOG, Catalog
 from ..preset import FORMAT, GROUP_KEY, MAX_CHILDREN, VERSION, PresetError, load
 from ..preset_output import validate_output
 from ..preset_validate import MAX_WEIGHT, MIN_WEIGHT
-from .containers import GroupMode, group_mode, one_coin, strict_of, transforms_of
+from .containers import GroupMode, group_mode, label_notes, one_coin, strict_of, transforms_of
 from .result import Imported, ImportResult, Status
 from .rules import (
     Context,
@@ -107,6 +107,7 @@ class Converter:
         except Refused as e:
             raise PresetError([f"{root.name} ({root.where}): {e.reason}"]) from e
         self.strict = strict_of(root, args)
+        self.notes += label_notes(root, args)
         p = args.get("p")
         if root.library == "albumentations" and root.name == "Sequential":
             return [root]  # a Sequential at the top has its own probability: a group

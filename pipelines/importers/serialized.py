@@ -17,11 +17,11 @@ from .source import MAX_DEPTH, MAX_ITEMS, MAX_NODES, MAX_STRING, Call, Parsed, n
 MAX_SERIALIZED = 256_000
 """Characters of a saved pipeline (to_dict output is verbose: ~400 characters a transform)."""
 
-_IGNORED = {"__class_fullname__", "additional_targets", "bbox_params", "keypoint_params",
-            "is_check_shapes", "seed", "save_applied_params", "mask_interpolation",
-            "__version__", "id"}
+_IGNORED = {"__class_fullname__", "additional_targets", "is_check_shapes", "seed",
+            "save_applied_params", "mask_interpolation", "__version__", "id"}
 """Keys that say nothing about the image pixels (targets, bookkeeping). Compose's ``strict``
-is passed on: inside it the 1.x arguments are refused, as Albumentations raises on them."""
+is passed on: inside it the 1.x arguments are refused, as Albumentations raises on them;
+``bbox_params`` / ``keypoint_params`` too, for the import to say what becomes of them."""
 _UNSET = {"always_apply": False}
 """Keys a 1.x file writes on every transform, left out at this value (it changes nothing);
 ``always_apply: true`` is passed on, for the rule to say how Albumentations 2 reads it."""

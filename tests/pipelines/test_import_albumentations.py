@@ -304,6 +304,23 @@ def test_motion_blur_names_the_line_lengths_it_was_given():
     assert "a random line of 3-5 px" in item.verdict.reason
 
 
+def test_bbox_params_say_what_becomes_of_the_box_thresholds():
+    """jokober/BirdMOT: a detection Compose whose boxes Albumentations drops under 10% visible
+    or 1024 px; dali-gallery's labels drop under 25% kept, and nothing said so."""
+    source = ("import albumentations as A\ntransform = A.Compose([A.RandomCrop(width=450, "
+              "height=450), A.HorizontalFlip(p=0.5)], bbox_params=A.BboxParams(format='coco', "
+              "min_area=1024, min_visibility=0.1, label_fields=['class_labels']))")
+    note = ("bbox_params are not imported (a preset holds no label settings): with labels, "
+            "dali-gallery drops a box that keeps less than 25% of its area after a step; this "
+            "Compose has Albumentations drop boxes under min_visibility=0.1 of their area and "
+            "min_area=1024 px")
+    assert note in import_pipeline(source).notes
+    t = eval(source.split("transform = ", 1)[1], {"A": A})  # the test's own literal
+    saved = import_pipeline(json.dumps(A.to_dict(t)))  # a saved pipeline says it too
+    assert note in saved.notes
+    assert not any("bbox_params" in n for n in imported("HorizontalFlip()").notes)
+
+
 # ---- transforms Albumentations 2 removed ------------------------------------------------------
 
 
