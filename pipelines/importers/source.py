@@ -28,7 +28,7 @@ MAX_NUMBER = 1e9
 """Largest magnitude of a numeric literal (pixel sizes and factors are far below)."""
 
 LIBRARIES = ("torchvision", "albumentations")
-_KNOWN_ROOTS = ("torchvision", "albumentations", "torch", "cv2")
+_KNOWN_ROOTS = ("torchvision", "albumentations", "torch", "cv2", "PIL")
 DEFAULT_ALIASES = {
     "T": "torchvision.transforms",
     "transforms": "torchvision.transforms",
@@ -52,6 +52,10 @@ CV2_CONSTANTS = {
     "BORDER_CONSTANT": 0, "BORDER_REPLICATE": 1, "BORDER_REFLECT": 2, "BORDER_WRAP": 3,
     "BORDER_REFLECT_101": 4, "BORDER_REFLECT101": 4, "BORDER_DEFAULT": 4,
 }
+PIL_FILTERS = {"NEAREST": 0, "LANCZOS": 1, "ANTIALIAS": 1, "BILINEAR": 2, "BICUBIC": 3,
+               "BOX": 4, "HAMMING": 5}
+"""PIL's resampling filters (Image.BICUBIC, Image.Resampling.BICUBIC): torchvision takes these
+codes as its interpolation (DINO, DeiT and MAE write them so)."""
 TORCH_DTYPES = ("float32", "float", "float16", "half", "float64", "double", "uint8", "int64")
 INTERPOLATION_MODES = ("NEAREST", "NEAREST_EXACT", "BILINEAR", "BICUBIC", "BOX", "HAMMING",
                        "LANCZOS")
@@ -155,8 +159,8 @@ class _Reader:
     def _check_module(self, stmt: ast.stmt, module: str) -> None:
         if module.split(".")[0] not in _KNOWN_ROOTS:
             raise _refuse(stmt, f"import of {module!r} is not allowed; only torchvision, "
-                          "albumentations, torch and cv2 names are understood (nothing is "
-                          "imported or run)")
+                          "albumentations, torch, cv2 and PIL names are understood (nothing "
+                          "is imported or run)")
 
     # ---- expressions --------------------------------------------------------------------------
 
@@ -251,6 +255,8 @@ class _Reader:
         last = path.rsplit(".", 1)[-1]
         if path.startswith("cv2.") and last in CV2_CONSTANTS:
             return Symbol(path, CV2_CONSTANTS[last])
+        if path.startswith("PIL.") and last in PIL_FILTERS:
+            return Symbol(path, PIL_FILTERS[last])
         if path.startswith("torch.") and last in TORCH_DTYPES:
             return Symbol(path, last)
         if ".InterpolationMode." in f".{path}" and last in INTERPOLATION_MODES:
@@ -258,8 +264,8 @@ class _Reader:
         if ".AutoAugmentPolicy." in f".{path}" and last in AUTOAUGMENT_POLICIES:
             return Symbol(path, last.lower())
         raise _refuse(node, f"the name {path!r} is not a known constant of torchvision, "
-                      "Albumentations, torch or cv2 (variables are not read: write the values "
-                      "in)")
+                      "Albumentations, torch, cv2 or PIL (variables are not read: write the "
+                      "values in)")
 
     def _call(self, node: ast.Call, depth: int) -> Call:
         path = self.resolve(node.func)

@@ -111,6 +111,50 @@ def test_the_reader_returns_literals_constants_and_calls_only():
     assert rrc.line == 3 and "RandomResizedCrop(224" in rrc.text
 
 
+# facebookresearch/dino main_dino.py, DataAugmentationDINO's first global crop (its variables
+# written in); DeiT and MAE also give torchvision PIL's filters as the interpolation
+DINO_GLOBAL_CROP = """
+from torchvision import transforms
+from PIL import Image
+global_transfo1 = transforms.Compose([
+    transforms.RandomResizedCrop(224, scale=(0.4, 1.), interpolation=Image.BICUBIC),
+    transforms.Compose([
+        transforms.RandomHorizontalFlip(p=0.5),
+        transforms.RandomApply(
+            [transforms.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1)],
+            p=0.8
+        ),
+        transforms.RandomGrayscale(p=0.2),
+    ]),
+    transforms.RandomApply([transforms.GaussianBlur(kernel_size=23, sigma=(0.1, 2.0))], p=1.0),
+    transforms.Compose([
+        transforms.ToTensor(),
+        transforms.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    ]),
+])
+"""
+
+
+def test_pil_resampling_filters_are_read_as_torchvision_reads_them():
+    """`from PIL import Image` refused the whole paste ("import of 'PIL' is not allowed"), and
+    Image.BICUBIC was no known constant; torchvision takes PIL's codes as interpolation."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.functional import _interpolation_modes_from_int
+
+    result = import_pipeline(DINO_GLOBAL_CROP)
+    assert all(t.status != "not imported" for t in result.transforms)
+    rrc = result.transforms[0]
+    assert rrc.call.kwargs["interpolation"] == Symbol("PIL.Image.BICUBIC", 3)
+    assert _interpolation_modes_from_int(3) == InterpolationMode.BICUBIC
+    assert "torchvision uses bicubic" in rrc.verdict.reason
+    resized = import_pipeline("import PIL\nimport torchvision.transforms as T\nT.Compose(["
+                              "T.Resize(256, interpolation=PIL.Image.Resampling.NEAREST)])")
+    assert resized.preset.steps[0].to_dict()["params"]["interp_type"] == "nn"
+    with pytest.raises(SourceRefused, match="a call to 'PIL.Image.open' is not allowed"):
+        import_pipeline("from PIL import Image\nimport torchvision.transforms as T\n"
+                        "T.Compose([T.Resize(Image.open('x'))])")
+
+
 def test_aliases_star_imports_and_the_training_pipeline_is_chosen():
     text = ("from torchvision.transforms import *\nval = Compose([Resize(256), CenterCrop(224)])"
             "\ntrain_tf = Compose([RandomResizedCrop(224), RandomHorizontalFlip()])")
