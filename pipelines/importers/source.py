@@ -2,10 +2,11 @@
 
 Only a whitelist of syntax is accepted: imports of the known libraries (recorded as aliases,
 not executed), assignments or expressions whose value is a transform call, and inside calls
-constants, tuples, lists, dicts, unary minus and arithmetic on numbers. Every other construct,
-any name that resolves outside torchvision / Albumentations (``os.system``, ``__import__``,
-``eval``), and any input over the size budgets is refused with the line and column, before
-anything is evaluated. Lambdas inside ``Lambda(...)`` are kept as text only.
+constants, tuples, lists, dicts, unary minus, arithmetic on numbers and the names assigned
+above (their values as read: ``size = 224``, ``jitter = T.ColorJitter(...)``). Every other
+construct, any name that resolves outside torchvision / Albumentations (``os.system``,
+``__import__``, ``eval``), and any input over the size budgets is refused with the line and
+column, before anything is evaluated. Lambdas inside ``Lambda(...)`` are kept as text only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ import builtins
 import math
 from typing import Any
 
-from .source_types import Call, Opaque, Parsed, Symbol
+from .source_types import (
+    MAX_NUMBER,
+    Call,
+    Opaque,
+    Parsed,
+    Symbol,
+    expanded_size,
+    number_problem,
+)
 
 MAX_SOURCE = 64_000
 """Characters of pasted source (a long pipeline is ~3 KB)."""
@@ -24,8 +33,6 @@ MAX_DEPTH = 24
 MAX_ITEMS = 256
 """Elements of one list, tuple or dict literal."""
 MAX_STRING = 200
-MAX_NUMBER = 1e9
-"""Largest magnitude of a numeric literal (pixel sizes and factors are far below)."""
 
 LIBRARIES = ("torchvision", "albumentations")
 _KNOWN_ROOTS = ("torchvision", "albumentations", "torch", "cv2", "PIL")
@@ -101,6 +108,10 @@ class _Reader:
         self.aliases: dict[str, str] = dict(DEFAULT_ALIASES)
         self.star: list[str] = []
         self.nodes = 0
+        self.names: dict[str, tuple[int, Any]] = {}
+        """Assigned names: (their statement's index, the value read)."""
+        self.used: set[int] = set()
+        """Statements whose value another one uses (a part, not a pipeline of its own)."""
 
     # ---- statements ---------------------------------------------------------------------------
 
@@ -115,6 +126,8 @@ class _Reader:
                     raise _refuse(stmt, "only `name = <transform pipeline>` assignments are read")
                 name = ", ".join(t.id for t in targets if isinstance(t, ast.Name))
                 found.append((name, self.value(stmt.value, 0)))
+                self.names.update({t.id: (len(found) - 1, found[-1][1]) for t in targets
+                                   if isinstance(t, ast.Name)})
             elif isinstance(stmt, ast.Expr):
                 value = stmt.value
                 if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -126,12 +139,15 @@ class _Reader:
                 raise _refuse(stmt, f"a {_describe(stmt)} is not read; paste the transform "
                               "pipeline (imports and `name = Compose([...])`) only: nothing "
                               "is executed")
-        pipelines = [(n, v) for n, v in _expand(found) if _is_pipeline(v)]
+        roots = [f for i, f in enumerate(found) if i not in self.used]
+        pipelines = [(n, v) for n, v in _expand(roots) if _is_pipeline(v)]
         if not pipelines:
             raise SourceRefused("no transform pipeline found: expected a torchvision "
                                 "`Compose([...])` / `v2.Compose([...])`, an Albumentations "
                                 "`A.Compose([...])` or a list of transforms")
-        chosen = next((p for p in pipelines if "train" in p[0].lower()), pipelines[0])
+        chained = [p for p in pipelines if isinstance(p[1], list) or p[1].name in _CHAINS]
+        chosen = next((p for p in pipelines if "train" in p[0].lower()),
+                      (chained or pipelines)[0])  # a chain before a lone transform's variable
         notes = []
         others = [n for n, _ in pipelines if n != chosen[0]]
         if others:
@@ -193,6 +209,8 @@ class _Reader:
             return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH_TYPES):
             return self._arith(node, depth)
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return self._variable(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self._symbol(node)
         if isinstance(node, ast.Call):
@@ -250,6 +268,16 @@ class _Reader:
             base = head
         return ".".join([base, *reversed(parts)])
 
+    def _variable(self, node: ast.Name) -> Any:
+        """The value a name was assigned above; every use counts against the node budget."""
+        index, value = self.names[node.id]
+        self.used.add(index)
+        self.nodes += expanded_size(value, MAX_NODES)
+        if self.nodes > MAX_NODES:
+            raise _refuse(node, f"the pipeline has more than {MAX_NODES} values (each use of "
+                          f"{node.id!r} counts, with what it holds)")
+        return value
+
     def _symbol(self, node: ast.Name | ast.Attribute) -> Symbol:
         path = self.resolve(node)
         last = path.rsplit(".", 1)[-1]
@@ -263,9 +291,9 @@ class _Reader:
             return Symbol(path, last.lower().replace("_", "-"))
         if ".AutoAugmentPolicy." in f".{path}" and last in AUTOAUGMENT_POLICIES:
             return Symbol(path, last.lower())
-        raise _refuse(node, f"the name {path!r} is not a known constant of torchvision, "
-                      "Albumentations, torch, cv2 or PIL (variables are not read: write the "
-                      "values in)")
+        raise _refuse(node, f"the name {path!r} is neither assigned above nor a known "
+                      "constant of torchvision, Albumentations, torch, cv2 or PIL (only "
+                      "`name = value` lines before its use are read)")
 
     def _call(self, node: ast.Call, depth: int) -> Call:
         path = self.resolve(node.func)
@@ -305,6 +333,9 @@ class _Reader:
         return self.value(node, depth + 1)
 
 
+_CHAINS = ("Compose", "Sequential")
+
+
 _ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
 _ARITH_TYPES = tuple(_ARITH)
@@ -330,35 +361,6 @@ def _constant(node: ast.Constant) -> Any:
             raise _refuse(node, f"a string of {len(v)} characters; at most {MAX_STRING}")
         return v
     raise _refuse(node, f"a {type(v).__name__} literal is not read")
-
-
-def number_problem(v: int | float) -> str | None:
-    """Why a numeric literal is refused, or None. Integers are compared exactly: ``float()``
-    of a 400-digit integer overflows, and ``repr`` refuses beyond 4300 digits."""
-    if isinstance(v, int) and abs(v) > MAX_NUMBER:
-        shown = f"the number {v!r:.30}" if v.bit_length() < 100 else \
-            f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
-        return f"{shown} is outside +-{MAX_NUMBER:g}"
-    if isinstance(v, float) and not (math.isfinite(v) and abs(v) <= MAX_NUMBER):
-        return f"the number {v!r:.30} is outside +-{MAX_NUMBER:g}"
-    return None
-
-
-def expanded_size(value: Any, limit: int) -> int:
-    """How many values ``value`` holds, itself and everything inside (a call's arguments
-    too), counted up to just past ``limit``; walked without recursion."""
-    count, stack = 0, [value]
-    while stack and count <= limit:
-        v = stack.pop()
-        count += 1
-        if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, Call):
-            stack.extend(v.args)
-            stack.extend(v.kwargs.values())
-    return count
 
 
 def _is_number(v: Any) -> bool:

@@ -62,7 +62,8 @@ ATTACKS = {
     "huge list": ("T.Compose([T.Normalize([0.5] * 100000, [1])])", "repeated list"),
     "long string": ("T.Compose([T.Resize('" + "a" * 500 + "')])", "string of 500"),
     "walrus": ("T.Compose([(x := 1)])", "assignment expression"),
-    "unknown variable": ("T.Compose([T.Resize(size)])", "not a known constant"),
+    "unknown variable": ("T.Compose([T.Resize(size)])", "neither assigned above nor a known"),
+    "variable assigned later": ("T.Compose([T.Resize(size)])\nsize = 1", "neither assigned"),
 }
 
 
@@ -153,6 +154,72 @@ def test_pil_resampling_filters_are_read_as_torchvision_reads_them():
     with pytest.raises(SourceRefused, match="a call to 'PIL.Image.open' is not allowed"):
         import_pipeline("from PIL import Image\nimport torchvision.transforms as T\n"
                         "T.Compose([T.Resize(Image.open('x'))])")
+
+
+# ashleve/lightning-hydra-template, data_modules/example_datamodule/transforms.py
+HYDRA = """
+from torchvision import transforms
+
+img_augmentation_transforms = [
+    transforms.RandomAffine((-15, 15), translate=(0.2, 0.2)),
+    transforms.RandomHorizontalFlip(p=0.65),
+    transforms.RandomRotation((-15, 15)),
+    transforms.ColorJitter(hue=.05, saturation=.05),
+]
+
+imagenet_train_transforms = transforms.Compose([
+    transforms.Resize((256, 256)),
+    transforms.RandomCrop(224),
+    transforms.ToTensor(),
+    transforms.RandomApply(img_augmentation_transforms, 0.8),
+    transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
+])
+"""
+
+# facebookresearch/moco main_moco.py, aug_plus (its moco.loader.GaussianBlur written as
+# torchvision's), and SimCLR's sizes as variables (sthalles/SimCLR)
+MOCO = """
+import torchvision.transforms as transforms
+s = 1
+size = 224
+normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+color_jitter = transforms.ColorJitter(0.4 * s, 0.4 * s, 0.4 * s, 0.1 * s)
+augmentation = [
+    transforms.RandomResizedCrop(size, scale=(0.2, 1.)),
+    transforms.RandomApply([color_jitter], p=0.8),
+    transforms.RandomGrayscale(p=0.2),
+    transforms.RandomApply([transforms.GaussianBlur(23, sigma=(.1, 2.))], p=0.5),
+    transforms.RandomHorizontalFlip(),
+    transforms.ToTensor(),
+    normalize
+]
+t = transforms.Compose(augmentation)
+"""
+
+
+def test_names_assigned_above_are_read_as_their_values():
+    """Pipelines as their authors write them, with sizes, transforms and lists in variables,
+    were refused ("variables are not read: write the values in")."""
+    hydra = import_pipeline(HYDRA)
+    assert hydra.parsed.target == "imagenet_train_transforms" and not hydra.notes
+    assert [t.inside for t in hydra.transforms][3:7] == ["RandomApply p=0.8"] * 4
+    moco = import_pipeline(MOCO)
+    assert moco.parsed.target == "t" and not moco.notes  # the parts are no pipelines of their own
+    assert [s.op for s in moco.preset.steps] == ["random_resized_crop", "color_twist",
+                                                  "saturation", "gaussian_blur", "flip"]
+    assert moco.preset.steps[0].to_dict()["params"]["size"] == 224
+    assert moco.preset.steps[1].probability == 0.8
+    assert moco.preset.output.mean == (0.485, 0.456, 0.406)
+    lone = import_pipeline("import torchvision.transforms as T\nnorm = T.Normalize([0.5], [0.5])"
+                           "\npipe = T.Compose([T.RandomHorizontalFlip()])")
+    assert lone.parsed.target == "pipe"  # a chain before a lone transform
+
+
+def test_every_use_of_a_name_counts_against_the_node_budget():
+    text = ("import torchvision.transforms as T\nx = [T.Resize(1)] * 200\n"
+            "y = [x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x]")
+    with pytest.raises(SourceRefused, match="each use of 'x' counts"):
+        import_pipeline(text)
 
 
 def test_aliases_star_imports_and_the_training_pipeline_is_chosen():
