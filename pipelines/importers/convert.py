@@ -57,20 +57,26 @@ class Converter:
         self.items: list[Imported] = []
         self.notes = list(parsed.notes)
         self.libraries: set[str] = set()
-        self.nested_tail: dict[str, Any] = {}
+        self.nested: dict[int, dict[str, Any]] = {}
+        """Output-tail keys that transforms inside the top-level entry k set, by k."""
+        self.top = 0  # the top-level entry being converted
+        self.sometimes = False  # inside a container that applies its transforms to some samples
         self.strict = False  # the top level is an Albumentations Compose(strict=True)
 
     def run(self) -> ImportResult:
         entries = self._top_level(self.parsed.root)
         ctx = Context(next(iter(self.libraries), "torchvision"), strict=self.strict)
-        converted = [self._entry(e, ctx) for e in entries]
+        converted = []
+        for self.top, e in enumerate(entries):
+            converted.append(self._entry(e, ctx))
         in_tail = self._tail_position(converted)
         steps: list[dict[str, Any]] = []
         tail: dict[str, Any] = {}
         for k, (item, conv, built) in enumerate(converted):
+            tail.update(self.nested.get(k, {}))  # in the pipeline's order, as the libraries
             if item is not None and conv is not None and conv.tail is not None and (
                     k in in_tail or not conv.steps):
-                if self._tail_refused(item, {**self.nested_tail, **tail, **conv.tail}):
+                if self._tail_refused(item, {**tail, **conv.tail}):
                     continue
                 tail.update(conv.tail)
                 item.tail = sorted(conv.tail)
@@ -86,7 +92,6 @@ class Converter:
                     if len(steps) not in owner.steps:
                         owner.steps.append(len(steps))
                 steps.append(s)
-        tail = {**self.nested_tail, **tail}
         library = " + ".join(sorted(self.libraries)) or "torchvision"
         preset = load(self._preset_dict(steps, tail, library), self.catalog)
         return ImportResult(preset, library, self.items, self.notes, self.origin, self.parsed)
@@ -165,21 +170,27 @@ class Converter:
         label = f"{e.name} p={fmt(p)}"
         outer, ctx.strict = ctx.strict, ctx.strict or strict_of(e, args)
         try:
-            parts = [self._child(c, ctx, label, how.force) for c in children]
+            always = how.pick is None and p == 1
+            parts = [self._child(c, ctx, label, how.force, always) for c in children]
         finally:
             ctx.strict = outer
         if how.pick is None:
             return self._all_of(e, p, parts)
         return self._picked(e, p, how, parts, children)
 
-    def _child(self, c: Call, ctx: Context, label: str, force: bool) -> _Part:
+    def _child(self, c: Call, ctx: Context, label: str, force: bool, always: bool) -> _Part:
         """One transform of a container: the report items it made and its steps. ``force``:
-        the container applies it whatever its own p (Albumentations' OneOf)."""
+        the container applies it whatever its own p (Albumentations' OneOf); ``always``: the
+        container applies all of its transforms to every sample."""
         inner = (rule := rule_for(c.library, c.name)) is not None and rule.kind == "container"
         if force and inner:
             c = replace(c, kwargs={**c.kwargs, "p": 1.0})  # its p is a weight, not a coin
-        first = len(self.items)
-        _, _, steps = self._inline([c], ctx, label, force=force and not inner)
+        first, outer = len(self.items), self.sometimes
+        self.sometimes = outer or not always
+        try:
+            _, _, steps = self._inline([c], ctx, label, force=force and not inner)
+        finally:
+            self.sometimes = outer
         for it in self.items[first:]:  # all of a nested Compose sit in it, not its first only
             it.inside = it.inside or label
         return _Part(self.items[first:], steps)
@@ -284,9 +295,15 @@ class Converter:
                 item.inside = item.inside or label
                 first = first or item
                 if conv is not None and conv.tail is not None and not conv.steps:
-                    if self._tail_refused(item, {**self.nested_tail, **conv.tail}):
+                    if self.sometimes:  # the tail converts every sample
+                        self._drop([item], f"inside {item.inside}, which applies it to some "
+                                   "samples only: the output tail converts every sample")
+                        item.nearest = f"{item.call.name} outside the container"
                         continue
-                    self.nested_tail.update(conv.tail)
+                    nested = self.nested.setdefault(self.top, {})
+                    if self._tail_refused(item, {**nested, **conv.tail}):
+                        continue
+                    nested.update(conv.tail)
                     item.tail, item.status = sorted(conv.tail), "tail"
                     item.notes.append("inside a container: the output tail applies it to "
                                       "every sample, last")

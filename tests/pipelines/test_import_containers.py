@@ -278,3 +278,18 @@ def test_the_account_names_each_transforms_container_and_each_step_once():
     hflip, vflip, affine = result.transforms
     assert hflip.inside == vflip.inside == "RandomApply p=0.3"
     assert (hflip.steps, vflip.steps, affine.steps) == ([0], [0], [1])
+
+
+def test_a_conversion_inside_a_container_keeps_its_place_or_is_refused():
+    """A Normalize nested in a Compose after a top-level ToTensor was reported as the tail but
+    the ToTensor's mean 0 / std 1 overwrote it (the output was not normalised); inside
+    RandomApply(p=0.5) it was applied to every sample, with only a note."""
+    result = import_pipeline(TV.format(
+        "T.ToTensor(), T.RandomApply([T.Normalize([0.5], [0.5])], p=0.5), "
+        "T.Compose([T.Normalize([0.4], [0.2])])"))
+    _, coin, nested = result.transforms
+    assert (result.preset.output.mean, result.preset.output.std) == ((0.4,), (0.2,))
+    assert nested.status == "tail"
+    assert coin.status == "not imported" and coin.nearest == "Normalize outside the container"
+    assert coin.verdict.reason == ("inside RandomApply p=0.5, which applies it to some samples "
+                                   "only: the output tail converts every sample")
