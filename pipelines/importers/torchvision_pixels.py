@@ -152,6 +152,9 @@ def _blur_convert(a: Args, c: Context) -> Conversion:
     if lo <= 0:
         raise Refused(f"sigma {a['sigma']!r} must be positive")
     ks = _size(a["kernel_size"], "kernel_size")
+    if any(k <= 0 or k % 2 == 0 for k in ks):  # torchvision raises on these
+        raise Refused(f"kernel_size {a['kernel_size']!r}: torchvision takes odd, positive sizes",
+                      nearest=f"kernel_size={[k + 1 if k % 2 == 0 else k for k in ks]}")
     conv = Conversion([step("gaussian_blur", sigma=drawn(lo, hi))])
     need = 2 * math.ceil(2 * hi) + 1
     if min(ks) < need:

@@ -289,6 +289,19 @@ def test_an_interpolation_given_as_a_pil_code_is_named_in_the_verdict():
                                                    "linearly; torchvision uses bicubic")
 
 
+def test_a_blur_kernel_torchvision_refuses_is_refused():
+    import torchvision.transforms as T
+
+    with pytest.raises(ValueError, match="odd and positive"):
+        T.GaussianBlur(4)
+    result = import_pipeline("import torchvision.transforms as T\nT.Compose(["
+                             "T.GaussianBlur(4), T.GaussianBlur((5, 3))])")
+    even, odd = result.transforms
+    assert even.status == "not imported" and even.nearest == "kernel_size=[5, 5]"
+    assert "kernel_size 4: torchvision takes odd, positive sizes" in even.verdict.reason
+    assert odd.status == "imported"
+
+
 def test_values_out_of_the_catalogs_bounds_are_refused_not_clamped():
     result = import_pipeline("import torchvision.transforms as T\nT.Compose([T.RandomRotation("
                              "500), T.Resize(256, foo=1), T.RandomHorizontalFlip(p=1.5),"
