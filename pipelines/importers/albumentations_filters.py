@@ -118,19 +118,33 @@ def _blur_convert(a: Args, c: Context) -> Conversion:
 def _motion_convert(a: Args, c: Context) -> Conversion:
     lo, hi = _kernel_span(a["blur_limit"])  # the reason names the lengths actually drawn
     return Conversion([step("filter", _p(a), kernel="motion_blur", border="reflect_101")],
+                      notes=_kernel_note(a["blur_limit"]),
                       verdict=Verdict("different", reason="a fixed 7-pixel horizontal kernel "
                                       f"(Albumentations: a random line of {fmt(lo)}-{fmt(hi)} "
                                       "px at a random angle)"))
 
 
-def _kernel_span(v: Any) -> tuple[float, float]:
-    """Albumentations' blur_limit: n means kernel sizes 3 to n."""
-    return pair(v, "blur_limit") if isinstance(v, list) else (3.0, number(v, "blur_limit"))
+def _kernel_span(v: Any) -> tuple[int, int]:
+    """Albumentations' blur_limit as Albumentations 2 reads it (process_blur_limit): n means
+    kernel sizes 3 to n, each bound at least 3 and odd (an even one goes up by 1)."""
+    lo, hi = pair(v, "blur_limit") if isinstance(v, list) else (3.0, number(v, "blur_limit"))
+    lo, hi = (max(3, int(x)) for x in (lo, hi))
+    return lo + 1 - lo % 2, hi + 1 - hi % 2
+
+
+def _kernel_note(v: Any) -> list[str]:
+    """Says so when Albumentations reads blur_limit otherwise than as written."""
+    lo, hi = _kernel_span(v)
+    written = [float(x) for x in (v if isinstance(v, list) else [3, v])]
+    return [] if written == [lo, hi] else [
+        f"blur_limit={v!r} is ({lo}, {hi}) in Albumentations 2 (kernel sizes at least 3 and "
+        "odd: an even one goes up by 1)"]
 
 
 def _box_convert(a: Args, c: Context) -> Conversion:
     lo, hi = _kernel_span(a["blur_limit"])
-    conv = Conversion([step("filter", _p(a), kernel="box_blur", border="reflect_101")])
+    conv = Conversion([step("filter", _p(a), kernel="box_blur", border="reflect_101")],
+                      notes=_kernel_note(a["blur_limit"]))
     if (lo, hi) != (3, 3):
         conv.verdict = Verdict("different", reason=f"a fixed 3x3 box (Albumentations draws "
                                f"{fmt(lo)} to {fmt(hi)} px)")
@@ -138,7 +152,7 @@ def _box_convert(a: Args, c: Context) -> Conversion:
 
 
 def _median_convert(a: Args, c: Context) -> Conversion:
-    lo, hi = (int(v) for v in _kernel_span(a["blur_limit"]))
+    lo, hi = _kernel_span(a["blur_limit"])
     if hi > 31:  # checked before listing the sizes: blur_limit may be as large as 1e9
         raise Refused(f"blur_limit {a['blur_limit']!r}: DALI's median window is at most 31 px",
                       nearest="blur_limit=(3, 31)")
@@ -146,7 +160,8 @@ def _median_convert(a: Args, c: Context) -> Conversion:
     if not sizes:
         raise Refused(f"blur_limit {a['blur_limit']!r} holds no odd size of 3 or more")
     value: Any = sizes[0] if len(sizes) == 1 else {"choice": sizes}
-    return Conversion([step("experimental.median_blur", _p(a), window_size=value)])
+    return Conversion([step("experimental.median_blur", _p(a), window_size=value)],
+                      notes=_kernel_note(a["blur_limit"]))
 
 
 def _jpeg_convert(a: Args, c: Context) -> Conversion:
@@ -213,9 +228,9 @@ RULES = [
          Verdict("identical", reason="compared on the GPU: DALI's median filter runs only "
                  "there"),
          convert=_median_convert,
-         fixed=lambda a, shape: Fixed([step("experimental.median_blur", window_size=int(
-             _kernel_span(a["blur_limit"])[1]) | 1)], alb("MedianBlur", blur_limit=(
-                 int(_kernel_span(a["blur_limit"])[1]) | 1,) * 2), "largest window")),
+         fixed=lambda a, shape: Fixed([step("experimental.median_blur", window_size=(
+             _kernel_span(a["blur_limit"])[1]))], alb("MedianBlur", blur_limit=(
+                 _kernel_span(a["blur_limit"])[1],) * 2), "largest window")),
     Rule(LIB, "GaussianBlur", ("blur_limit", "sigma_limit", "p"),
          {"blur_limit": 0, "sigma_limit": (0.5, 3.0), "p": 0.5},
          "gaussian_blur (sigma uniform in sigma_limit)",

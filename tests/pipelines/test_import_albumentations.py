@@ -321,6 +321,23 @@ def test_bbox_params_say_what_becomes_of_the_box_thresholds():
     assert not any("bbox_params" in n for n in imported("HorizontalFlip()").notes)
 
 
+@pytest.mark.parametrize(("code", "sizes"), [
+    ("MedianBlur(blur_limit=4, p=1)", {"choice": [3, 5]}),
+    ("MedianBlur(blur_limit=(4, 6), p=1)", {"choice": [5, 7]}),
+    ("MedianBlur(blur_limit=5, p=1)", {"choice": [3, 5]}),
+])
+def test_an_even_blur_limit_is_read_as_albumentations_rounds_it_up(code, sizes):
+    """Albumentations 2 makes every kernel bound odd (4 -> 5); MedianBlur(blur_limit=4) was
+    imported as window 3 only and claimed 'identical'."""
+    lo, hi = library(code)[0].blur_limit
+    assert sizes["choice"] == list(range(lo, hi + 1, 2))
+    item = imported(code)
+    assert item.preset.steps[0].to_dict()["params"]["window_size"] == sizes
+    assert bool(item.transforms[0].notes) == ("5," not in code)
+    blur = imported(code.replace("MedianBlur", "Blur")).transforms[0]
+    assert f"Albumentations draws {lo} to {hi} px" in blur.verdict.reason
+
+
 # ---- transforms Albumentations 2 removed ------------------------------------------------------
 
 
