@@ -135,16 +135,20 @@ class Converter:
             return self._container(e, rule, ctx)
         if rule.kind == "unsupported":
             return self._refused(e, rule, Refused(rule.verdict.reason, rule.nearest)), None, []
+        found = replace(ctx)  # a refused transform leaves the state as it found it
         try:
             args = rule.bind(e)
             assert rule.convert is not None
             conv = rule.convert(args, ctx)
             refuse_on_standardised(e.name, conv.steps, ctx, self.catalog.__getitem__)
+            problems = self._validate(conv.steps)
+            if conv.tail:  # its own values (std 0): the later transforms must not read them
+                validate_output(self._preset_dict([], conv.tail, "")["output"], problems)
+            if problems:
+                raise Refused("; ".join(problems))
         except Refused as r:
+            ctx.__dict__.update(found.__dict__)
             return self._refused(e, rule, r), None, []
-        problems = self._validate(conv.steps)
-        if problems:
-            return self._refused(e, rule, Refused("; ".join(problems))), None, []
         status: Status = "conversion" if rule.kind == "conversion" else "imported"
         item = Imported(e, status, conv.verdict or rule.verdict, notes=list(conv.notes),
                         rule=rule, args=args)

@@ -414,3 +414,23 @@ def test_a_transform_the_preset_refuses_is_not_imported_and_the_rest_imports(tex
 ], ids=["ratio 0", "ratio negative", "scale negative", "tv empty fill", "alb empty fill"])
 def test_arguments_that_crashed_the_conversion_are_refused_by_name(text, name, needle):
     test_a_transform_the_preset_refuses_is_not_imported_and_the_rest_imports(text, name, needle)
+
+
+@pytest.mark.parametrize("library,head,fill", [
+    ("torchvision", "T.ToTensor(), T.Normalize(mean=[0.5] * 3, std=[0.0, 0.5, 0.5])",
+     "T.RandomErasing(p=1, value=0)"),
+    ("albumentations", "A.Normalize(mean=0.5, std=0.0)",
+     "A.CoarseDropout(num_holes_range=(1, 1), fill=0, p=1)"),
+])
+def test_a_refused_normalize_leaves_later_fills_in_grey_levels(library, head, fill):
+    """A Normalize the preset refuses (std 0) is not imported, so the fills after it are read
+    as if it were not there: it used to leave its mean/std behind, and a fill of 0 became
+    the 'mean colour' 127.5 of a normalisation the preset does not have."""
+    imp = ("import torchvision.transforms as T" if library == "torchvision"
+           else "import albumentations as A")
+    compose = "T.Compose" if library == "torchvision" else "A.Compose"
+    r = import_pipeline(f"{imp}\nt = {compose}([{head}, {fill}])")
+    normalize = next(t for t in r.transforms if t.call.name == "Normalize")
+    assert normalize.status == "not imported" and "std" in normalize.verdict.reason
+    fills = [v for s in r.preset.steps for k, v in s.params.items() if k == "fill_value"]
+    assert fills and all(v == 0 for v in fills), fills
