@@ -72,12 +72,9 @@ def encode_tiles(raw: Any, arrays: list[np.ndarray], fmt: str, quality: int) -> 
     hwc_uint8 = bool(arrays) and arrays[0].ndim == 3 and arrays[0].shape[-1] == 3 \
         and arrays[0].dtype == np.uint8
     if isinstance(raw, TensorListGPU) and hwc_uint8 and _nvimgcodec() is not None:
-        nvimgcodec = _nvimgcodec()
-        imgs = [nvimgcodec.as_image(raw[j]) for j in range(len(raw))]
-        params = nvimgcodec.EncodeParams(quality_value=quality) if fmt == "jpeg" else None
-        out = _encoder().encode(imgs, fmt, params=params)
-        if all(o is not None for o in out):
-            return [bytes(o) for o in out]
+        out = _nv_encode([raw[j] for j in range(len(raw))], fmt, quality)
+        if out is not None:
+            return out
     return [encode_image(a, fmt, quality=quality) for a in arrays]
 
 
@@ -86,22 +83,27 @@ def encode_jpegs_gpu(arrays: Sequence[np.ndarray], quality: int) -> list[bytes] 
     a gallery's strips took 0.17 s against 0.45-0.5 s with Pillow on an H200 host, and they
     leave the CPU (and the GIL) to the renders beside them. None where nvImageCodec is not
     installed, or fails (logged): the caller encodes with Pillow, the same picture."""
-    nvimgcodec = _nvimgcodec()
-    if nvimgcodec is None or not arrays:
+    if _nvimgcodec() is None or not arrays:
         return None
     try:
-        imgs = [nvimgcodec.as_image(np.ascontiguousarray(a)) for a in arrays]
-        out = _encoder().encode(imgs, "jpeg",
-                                params=nvimgcodec.EncodeParams(quality_value=quality))
+        out = _nv_encode([np.ascontiguousarray(a) for a in arrays], "jpeg", quality)
     except RuntimeError as e:  # nvImageCodec's CUDA or codec failures
         _log.warning("nvImageCodec could not encode %d pictures (%s); using Pillow",
                      len(arrays), e)
         return None
-    if any(o is None for o in out):
-        _log.warning("nvImageCodec left %d of %d pictures unencoded; using Pillow",
-                     sum(o is None for o in out), len(out))
-        return None
-    return [bytes(o) for o in out]
+    if out is None:
+        _log.warning("nvImageCodec left some of %d pictures unencoded; using Pillow",
+                     len(arrays))
+    return out
+
+
+def _nv_encode(sources: Sequence[Any], fmt: str, quality: int) -> list[bytes] | None:
+    """nvImageCodec's bytes of ``sources`` (DALI GPU samples or host arrays) as one batch;
+    None when it left any of them unencoded."""
+    nvimgcodec = _nvimgcodec()
+    params = nvimgcodec.EncodeParams(quality_value=quality) if fmt == "jpeg" else None
+    out = _encoder().encode([nvimgcodec.as_image(x) for x in sources], fmt, params=params)
+    return None if any(o is None for o in out) else [bytes(o) for o in out]
 
 
 _CODEC: dict[str, Any] = {}

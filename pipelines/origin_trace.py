@@ -16,6 +16,7 @@ defined elsewhere in the process (a user's own, in the same kernel) keep DALI's 
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -46,19 +47,17 @@ def _install() -> None:
         if getattr(real, "dali_gallery_lean", False):
             return
         roots = _roots()
-        inside: dict[str, bool] = {}  # file name -> in DALI or in this package
+
+        @functools.lru_cache(maxsize=4096)
+        def inside(filename: str) -> bool:
+            """In DALI or in this package (each generated module is a new file name)."""
+            return os.path.abspath(filename).startswith(roots)
 
         def extract_stack(*args: Any, **kwargs: Any) -> Any:
             frames = real(*args, **kwargs)
             if not getattr(_LOCAL, "depth", 0):
                 return frames
-            kept = []
-            for f in frames:
-                if f.filename not in inside:
-                    inside[f.filename] = os.path.abspath(f.filename).startswith(roots)
-                if not inside[f.filename]:
-                    kept.append(f)
-            return kept or list(frames)[-1:]
+            return [f for f in frames if not inside(f.filename)] or list(frames)[-1:]
 
         extract_stack.dali_gallery_lean = True  # type: ignore[attr-defined]
         dali_trace.extract_stack = extract_stack

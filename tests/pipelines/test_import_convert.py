@@ -426,10 +426,7 @@ def test_a_refused_normalize_leaves_later_fills_in_grey_levels(library, head, fi
     """A Normalize the preset refuses (std 0) is not imported, so the fills after it are read
     as if it were not there: it used to leave its mean/std behind, and a fill of 0 became
     the 'mean colour' 127.5 of a normalisation the preset does not have."""
-    imp = ("import torchvision.transforms as T" if library == "torchvision"
-           else "import albumentations as A")
-    compose = "T.Compose" if library == "torchvision" else "A.Compose"
-    r = import_pipeline(f"{imp}\nt = {compose}([{head}, {fill}])")
+    r = import_pipeline((TV if library == "torchvision" else AL).format(f"{head}, {fill}"))
     normalize = next(t for t in r.transforms if t.call.name == "Normalize")
     assert normalize.status == "not imported" and "std" in normalize.verdict.reason
     fills = [v for s in r.preset.steps for k, v in s.params.items() if k == "fill_value"]
