@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -80,7 +81,10 @@ class _Pipe:
         self.fail = fail
         self.started = threading.Event()
         self.release = threading.Event()
-        self._pipe = self
+
+    @property
+    def _pipe(self) -> _Pipe:  # DALI's backend object (a property: no reference cycle)
+        return self
 
     def RestoreFromSerializedCheckpoint(self, blob: bytes) -> None:  # noqa: N802 (DALI's)
         self.started.set()
@@ -134,19 +138,31 @@ def test_the_next_run_waits_for_the_restore_and_raises_its_failure():
         reset.close()
 
 
-def test_a_pipeline_is_dropped_only_after_its_restore_ended(caplog):
-    """The engine drops a pipeline (its cache of three, a failed render) while the restore
+def test_a_pipeline_is_dropped_on_the_worker_after_its_restore_ended(caplog):
+    """The engine lets a pipeline go (its cache of three, a failed render) while the restore
     scheduled after its last render may still run: DALI would shut the pipeline down under
-    it. ``release`` waits for it first, and logs a failure no render will raise."""
+    it. ``release`` returns at once; the worker lets the pipeline's last reference go after
+    the restore, and logs a failure no render will raise."""
     reset = RngReset()
     try:
         built = _Built(_Pipe())
-        _waits_for_the_restore(reset, built, lambda: reset.release(built))  # not dropped yet
-        assert built.reset is None and built.pipe.restores
+        reset.after_render(built, stream=False)
+        assert built.pipe.started.wait(5)
+        events, go = built.pipe.restores, built.pipe.release
+        weakref.finalize(built.pipe, lambda: events.append(
+            "dropped on " + threading.current_thread().name))
+        reset.release(built)  # the restore is still held: release does not wait for it
+        assert built.pipe is None and built.reset is None and events == []
+        go.set()
+        reset.settle()
+        worker = events[0]
+        assert worker.startswith("dali-gallery-rng-reset")
+        assert events == [worker, "dropped on " + worker]  # restored, then dropped there
         bad = _Built(_Pipe(fail=True))
         bad.pipe.release.set()
         reset.after_render(bad, stream=False)
         reset.release(bad)
+        reset.settle()
         assert "does not match" in caplog.text
     finally:
         reset.close()
