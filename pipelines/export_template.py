@@ -141,9 +141,9 @@ def checkpoint_file(checkpoint_dir, iteration):
 
 
 def read_checkpoint(path, settings):
-    """(iteration, state) of a checkpoint saved by batch_at(). ValueError when it was
-    saved with other settings (shard, batch size, seed, shuffle, device or preset): its
-    batches would differ from this run's without any error."""
+    """(iteration, state, samples read) of a checkpoint saved by batch_at(). ValueError
+    when saved with other settings (shard, batch size, seed, shuffle, device or preset):
+    its batches would differ from this run's without any error."""
     try:
         with open(path + ".json", encoding="utf-8") as f:
             saved = json.load(f)
@@ -170,7 +170,7 @@ def read_checkpoint(path, settings):
         wrong.append("another preset")
     if wrong:
         raise ValueError(f"checkpoint {{path!r}} was saved with " + ", ".join(wrong))
-    return iteration, state
+    return iteration, state, saved_settings.get("samples")
 
 
 def replay(
@@ -194,8 +194,8 @@ def replay(
         raise ValueError("iteration and checkpoint_every must be 0 or more")
     if checkpoint_every and checkpoint_dir is None:
         raise ValueError(f"checkpoint_every {{checkpoint_every}} needs checkpoint_dir")
-    if checkpoint_every:
-        os.makedirs(checkpoint_dir, exist_ok=True)  # as the script's --checkpoint-dir
+    if checkpoint_every:  # as the script's --checkpoint-dir
+        os.makedirs(checkpoint_dir, exist_ok=True)
     settings = {{
         "batch_size": batch_size,
         "seed": run["seed"],
@@ -205,7 +205,9 @@ def replay(
         "device": "cpu" if run["device_id"] is None else "gpu",
         "preset": PRESET_JSON,
     }}
-    start, state = read_checkpoint(restore, settings) if restore else (0, None)
+    start, state, samples = 0, None, None
+    if restore:
+        start, state, samples = read_checkpoint(restore, settings)
     if iteration < start:
         raise ValueError(
             f"{{restore!r}} is the state before batch {{start}}, after batch {{iteration}}: "
@@ -224,7 +226,13 @@ def replay(
         checkpoint=state,
         **run,
     )
-    pipe.build()
+    pipe.build()  # another dataset (files added or removed) gives other batches too
+    settings["samples"] = pipe.reader_meta("Reader")["epoch_size"]
+    if samples is not None and samples != settings["samples"]:
+        raise ValueError(
+            f"checkpoint {{restore!r}} was saved over {{samples}} samples, this run reads "
+            f"{{settings['samples']}}: restore it on the dataset it was saved on"
+        )
     for i in range(start, iteration + 1):
         if checkpoint_every and i % checkpoint_every == 0:
             path = checkpoint_file(checkpoint_dir, i)

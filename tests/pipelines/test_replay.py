@@ -3,6 +3,8 @@ restores it, and as the preview shows a shard's first batch, all bit for bit on 
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -104,6 +106,19 @@ def test_a_checkpoint_of_other_settings_is_refused(images, script_run):
                num_shards=SHARDS, device="cpu", restore=saved)
     with pytest.raises(ValueError, match="state before batch 3, after batch 2"):
         replay(PRESET, images, iteration=2, batch_size=BATCH, shard_id=SHARD,
+               num_shards=SHARDS, device="cpu", restore=saved)
+
+
+def test_a_checkpoint_restored_on_another_dataset_is_refused(images, script_run, tmp_path):
+    """A checkpoint records how many samples the reader listed: restored over a folder with a
+    file more (or another folder), the run would give other batches without any error."""
+    saved = script_run["checkpoints"] / "iteration_00000003.cpt"
+    assert json.loads(Path(f"{saved}.json").read_text())["settings"]["samples"] == 7
+    grown = tmp_path / "data"
+    shutil.copytree(images, grown)
+    shutil.copy(grown / "img_0.jpg", grown / "img_7.jpg")
+    with pytest.raises(ValueError, match="saved over 7 samples, this run reads 8"):
+        replay(PRESET, grown, iteration=4, batch_size=BATCH, shard_id=SHARD,
                num_shards=SHARDS, device="cpu", restore=saved)
 
 
