@@ -372,7 +372,7 @@ class Converter:
         output = None
         if tail:
             output = {"layout": "HWC", "dtype": "uint8", **tail}
-            if "mean" in output and output["dtype"] == "uint8":
+            if output.get("mean") is not None and output["dtype"] == "uint8":
                 output["dtype"] = "float32"
         name = f"imported from {library}" if library else ""
         return {"format": FORMAT, "version": VERSION, "name": name, "seed": 42, "steps": steps,

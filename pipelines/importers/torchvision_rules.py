@@ -87,14 +87,34 @@ def _policy_reverse(op: str) -> Any:
 
 
 def _to_dtype_convert(a: Args, c: Context) -> Conversion:
+    """ToTensor, ToDtype and ConvertImageDtype. From uint8 a float dtype scales to [0, 1]
+    (ToDtype only with scale=True); float to float changes no value (torchvision never
+    rescales there, so an earlier Normalize stays); float to uint8 with scale gives the grey
+    levels back (x * 255.999, truncated)."""
     dtype = str(a.get("dtype") or "float32")
+    scale = bool(a.get("scale", True))
+    was_float = c.scaled is not None and "dtype" in a  # ToTensor reads images, not tensors
     if dtype in ("uint8",):
-        return Conversion(tail={"layout": "CHW", "dtype": "uint8"})
+        if not was_float:
+            return Conversion(tail={"layout": "CHW", "dtype": "uint8"},
+                              verdict=Verdict("conversion", reason="uint8 CHW"))
+        if c.mean is not None or scale != c.scaled:
+            now = ("standardised values (after Normalize)" if c.mean is not None else
+                   "floats in [0, 1]" if c.scaled else "floats in grey levels (0-255)")
+            raise Refused(f"dtype uint8 with scale={scale} on {now}: torchvision "
+                          f"{'multiplies them by 255 and ' if scale else ''}truncates them "
+                          "to uint8, not the grey levels", nearest="the transform left out")
+        c.scaled = None
+        return Conversion(tail={"layout": "CHW", "dtype": "uint8", "mean": None, "std": None},
+                          verdict=Verdict("conversion", reason="uint8 CHW: the grey levels "
+                                          "again"))
     if dtype not in ("float32", "float", "float16", "half"):
         raise Refused(f"dtype {dtype}: the output tail gives float32, float16 or uint8")
     out = "float16" if dtype in ("float16", "half") else "float32"
-    scale = a.get("scale", True)
-    c.scaled = bool(scale)
+    if was_float:  # torchvision converts float to float without rescaling
+        return Conversion(tail={"layout": "CHW", "dtype": out}, verdict=Verdict(
+            "conversion", reason=f"{out} CHW: float to float, the values unchanged"))
+    c.scaled = scale
     return Conversion(tail={"layout": "CHW", "dtype": out, "mean": [0.0],
                             "std": [1.0 if scale else 1 / 255]})
 

@@ -431,3 +431,49 @@ def test_a_refused_normalize_leaves_later_fills_in_grey_levels(library, head, fi
     assert normalize.status == "not imported" and "std" in normalize.verdict.reason
     fills = [v for s in r.preset.steps for k, v in s.params.items() if k == "fill_value"]
     assert fills and all(v == 0 for v in fills), fills
+
+
+@pytest.mark.parametrize(("chain", "dtype"), [
+    # float back to uint8: torchvision gives the grey levels again (x * 255.999, truncated)
+    ("v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.ToDtype(torch.uint8, scale=True)",
+     "uint8"),
+    ("T.ToTensor(), T.ConvertImageDtype(torch.uint8)", "uint8"),
+    # float to float never rescales: an earlier Normalize (or 0-255 floats) stay as they are
+    ("v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize([0.5], [0.25]), "
+     "v2.ToDtype(torch.float16, scale=True)", "float16"),
+    ("v2.ToImage(), v2.ToDtype(torch.float32), v2.ToDtype(torch.float32, scale=True)", "float32"),
+])
+def test_a_dtype_conversion_after_another_gives_torchvisions_values(chain, dtype):
+    """ToDtype(uint8, scale=True) after ToDtype(float32, scale=True) came out float32 in
+    [0, 1] (the uint8 tail kept the float one's mean / std, so the preset forced float32);
+    ToDtype(float16) after Normalize reset the tail to mean 0 / std 1, dropping the
+    normalisation. The tail's output on a pixel ramp is compared with torchvision's."""
+    torch = pytest.importorskip("torch")
+    from torchvision import transforms as T
+    from torchvision.transforms import v2
+
+    r = import_pipeline(f"import torch\nimport torchvision.transforms as T\n"
+                        f"from torchvision.transforms import v2\n"
+                        f"t = v2.Compose([{chain}])\n")
+    assert not r.not_imported
+    out = r.preset.output
+    assert out.dtype == dtype
+    ramp = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    expected = eval(f"v2.Compose([{chain}])",  # noqa: S307 - the test's own text
+                    {"v2": v2, "T": T, "torch": torch})(ramp)
+    expected = expected.float().permute(1, 2, 0).numpy()
+    if out.mean is None:
+        got = ramp.astype(np.float32)
+    else:
+        got = (ramp / 255.0 - np.asarray(out.mean)) / np.asarray(out.std)
+    assert got == pytest.approx(expected, abs=1e-2)
+
+
+def test_float_to_uint8_on_values_that_are_not_fractions_is_refused():
+    r = import_pipeline("import torch\nfrom torchvision.transforms import v2\nt = v2.Compose(["
+                        "v2.ToImage(), v2.ToDtype(torch.float32, scale=True), "
+                        "v2.Normalize([0.5], [0.5]), v2.ToDtype(torch.uint8, scale=True)])\n")
+    last = r.transforms[-1]
+    assert last.status == "not imported"
+    assert "uint8" in last.verdict.reason and "after Normalize" in last.verdict.reason
+    assert r.preset.output.mean == (0.5,) and r.preset.output.dtype == "float32"
