@@ -6,6 +6,7 @@ for every parameter; every problem names where it is, the value and what is allo
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,8 @@ from .preset_document import quote
 from .preset_types import Choice, Uniform, Value, is_random
 
 MAX_CHOICES = 32
+_MAX_COMBOS = 4096
+"""Combinations of ``choice`` values a rule across parameters is checked on."""
 
 
 def is_num(v: Any) -> bool:
@@ -97,10 +100,18 @@ def _why_not_random(p: Param) -> str:
 
 def check_constraints(where: str, spec: OpSpec, params: dict[str, Value],
                        problems: list[str]) -> None:
+    """Each rule on the literals, and on every combination a ``choice`` can draw (a range
+    drawn from is not checked: it would refuse whole ranges for a point in them)."""
     for c in spec.constraints:
         vals = {n: params[n] for n in c.params}
-        if any(is_random(v) for v in vals.values()):
+        if any(isinstance(v, Uniform) for v in vals.values()):
             continue
-        if not c.check(vals):
-            shown = ", ".join(f"{k}={quote(v)}" for k, v in vals.items())
-            problems.append(f"{where}: {shown} is not allowed; {c.message}")
+        lists = [v.values if isinstance(v, Choice) else (v,) for v in vals.values()]
+        for combo in itertools.islice(itertools.product(*lists), _MAX_COMBOS):
+            drawn = dict(zip(vals, combo, strict=True))
+            if not c.check(drawn):
+                shown = ", ".join(f"{k}={quote(v)}" for k, v in drawn.items())
+                if any(is_random(v) for v in vals.values()):
+                    shown += " (a combination the choices can draw)"
+                problems.append(f"{where}: {shown} is not allowed; {c.message}")
+                break

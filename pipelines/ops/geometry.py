@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..canvas import Fixed, Grow, Rotated, Shorter, Window
 from ..labels import BoxCrop, Flip, Scale, Warp
 from ..opspec import Constraint, OpSpec
@@ -14,6 +17,13 @@ def ordered(low: str, high: str) -> Constraint:
     """``low`` must not exceed ``high`` (the two ends of a range drawn from)."""
     return Constraint((low, high), lambda v: v[low] <= v[high],
                       f"{low} must not exceed {high}")
+
+
+def _invertible(v: Mapping[str, Any]) -> bool:
+    """The shear matrix [[1, shear_x], [shear_y, 1]] has an inverse (DALI computes it in
+    float32, hence the margin)."""
+    return abs(1.0 - v["shear_x"] * v["shear_y"]) >= 1e-6
+
 
 OPS = [
     OpSpec(
@@ -58,6 +68,11 @@ OPS = [
         magnitude="shear_x",
         schema="WarpAffine",
         labels=Warp("_affine({x}, {scale}, {shear_x}, {shear_y})"),
+        # the matrix's determinant is scale^2 (1 - shear_x shear_y): at 0 DALI fails with
+        # "Cannot calculate the inverse of a singular matrix" (2 and 0.5, 1 and 1, -1 and -1)
+        constraints=(Constraint(("shear_x", "shear_y"), _invertible,
+                                "shear_x x shear_y must not be 1: the warp would flatten the "
+                                "image onto a line (a singular matrix DALI cannot invert)"),),
         signed=True,
         aliases=("RandomAffine", "Affine", "ShiftScaleRotate", "scale", "shear"),
     ),

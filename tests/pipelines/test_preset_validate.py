@@ -174,6 +174,58 @@ def test_the_engine_and_the_export_refuse_an_invalid_preset_from_code():
         export_code(bad_code_preset())
 
 
+# ---- rules across parameters ---------------------------------------------------------------------
+
+
+def dali_shear(shear_x: float, shear_y: float) -> str | None:
+    """Plain DALI: warp_affine with transforms.shear about the centre; the error, if any."""
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        images = fn.external_source(source=lambda: [np.zeros((5, 7, 3), np.uint8)], batch=True)
+        matrix = fn.transforms.shear(shear=[shear_x, shear_y], center=[3.5, 2.5])
+        return fn.warp_affine(images, matrix=matrix, inverse_map=False)
+
+    p = pipe()
+    p.build()
+    try:
+        p.run()
+    except (RuntimeError, ValueError) as e:  # DALI 2.4 raises ValueError
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize(("shear_x", "shear_y"), [(2.0, 0.5), (1.0, 1.0), (-1.0, -1.0),
+                                                  (1.25, 0.8)])
+def test_a_shear_pair_whose_matrix_dali_cannot_invert_is_refused_by_the_loader(shear_x, shear_y):
+    # each shear is within its bounds [-2, 2], but 1 - shear_x*shear_y = 0: the preview used to
+    # reach DALI and fail there ("Cannot calculate the inverse of a singular matrix")
+    assert "singular matrix" in dali_shear(shear_x, shear_y)
+    problems = problems_of([{"op": "warp_affine",
+                             "params": {"shear_x": shear_x, "shear_y": shear_y}}])
+    assert problems == [f"step 0 (warp_affine): shear_x={shear_x!r}, shear_y={shear_y!r} is not "
+                        "allowed; shear_x x shear_y must not be 1: the warp would flatten the "
+                        "image onto a line (a singular matrix DALI cannot invert)"]
+
+
+def test_a_shear_pair_near_the_singular_one_renders_as_dali_does():
+    assert dali_shear(1.0, 0.99) is None
+    load(preset_dict([{"op": "warp_affine", "params": {"shear_x": 1.0, "shear_y": 0.99}}]))
+
+
+def test_a_rule_across_parameters_holds_for_every_combination_choices_can_draw():
+    problems = problems_of([{"op": "warp_affine", "params": {
+        "shear_x": {"choice": [0.0, -1.0, 1.0]}, "shear_y": {"choice": [0.2, 1.0]}}}])
+    assert problems == ["step 0 (warp_affine): shear_x=1.0, shear_y=1.0 (a combination the "
+                        "choices can draw) is not allowed; shear_x x shear_y must not be 1: the "
+                        "warp would flatten the image onto a line (a singular matrix DALI cannot "
+                        "invert)"]
+    # a range drawn from is not refused for one point inside it
+    load(preset_dict([{"op": "warp_affine", "params": {
+        "shear_x": {"uniform": [0.5, 2.0]}, "shear_y": 0.5}}]))
+    load(preset_dict([{"op": "warp_affine", "params": {
+        "shear_x": {"choice": [-1.0, 1.0]}, "shear_y": {"choice": [0.5, -0.5]}}}]))
+
+
 # ---- groups (one_of) ---------------------------------------------------------------------------
 
 ROT = {"op": "rotate", "params": {"angle": {"uniform": [-10, 10]}}}
