@@ -24,6 +24,7 @@ from .source_types import (
     Symbol,
     expanded_size,
     number_problem,
+    tv_tensor_key,
 )
 
 MAX_SOURCE = 64_000
@@ -69,8 +70,7 @@ INTERPOLATION_MODES = ("NEAREST", "NEAREST_EXACT", "BILINEAR", "BICUBIC", "BOX",
 AUTOAUGMENT_POLICIES = ("IMAGENET", "CIFAR10", "SVHN")
 
 
-__all__ = ["Call", "Opaque", "Parsed", "SourceRefused", "Symbol", "number_problem",
-           "parse_source"]
+__all__ = ["Call", "Opaque", "Parsed", "SourceRefused", "Symbol", "number_problem", "parse_source"]
 
 
 class SourceRefused(ValueError):
@@ -79,8 +79,7 @@ class SourceRefused(ValueError):
     def __init__(self, message: str, line: int | None = None, col: int | None = None) -> None:
         self.line = line
         self.col = col
-        where = f"line {line}, column {col + 1}: " if line is not None and col is not None \
-            else ""
+        where = f"line {line}, column {col + 1}: " if line is not None and col is not None else ""
         super().__init__(where + message)
 
 
@@ -198,9 +197,11 @@ class _Reader:
                 raise _refuse(node, f"a dict of {len(node.keys)} items; at most {MAX_ITEMS}")
             out = {}
             for k, v in zip(node.keys, node.values, strict=True):
-                if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                    raise _refuse(node, "dict keys must be string literals")
-                out[k.value] = self.value(v, depth + 1)
+                key = k.value if isinstance(k, ast.Constant) else tv_tensor_key(
+                    self.resolve(k)) if isinstance(k, (ast.Name, ast.Attribute)) else None
+                if not isinstance(key, str):
+                    raise _refuse(node, "dict keys must be string literals or tv_tensors classes")
+                out[key] = self.value(v, depth + 1)
             return out
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = self.value(node.operand, depth + 1)

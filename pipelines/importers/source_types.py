@@ -85,3 +85,16 @@ def expanded_size(value: Any, limit: int) -> int:
             stack.extend(v.args)
             stack.extend(v.kwargs.values())
     return count
+
+
+TV_TENSOR_MODULES = ("torchvision.tv_tensors.", "torchvision.datapoints.")
+
+
+def tv_tensor_key(path: str) -> str | None:
+    """The dict key a torchvision tv_tensors class stands for (v2's per-type fill,
+    ``{tv_tensors.Image: (123, 117, 104), "others": 0}``), as its name "tv_tensors.Image";
+    None for any other name (only string keys are read otherwise)."""
+    for module in TV_TENSOR_MODULES:
+        if path.startswith(module) and path[len(module):].isidentifier():
+            return "tv_tensors." + path[len(module):]
+    return None

@@ -156,6 +156,47 @@ def test_pil_resampling_filters_are_read_as_torchvision_reads_them():
                         "T.Compose([T.Resize(Image.open('x'))])")
 
 
+# torchvision's "Transforms v2: End-to-end object detection/segmentation example"
+TV_DETECTION_E2E = """
+import torch
+from torchvision import tv_tensors
+from torchvision.transforms import v2
+
+transforms = v2.Compose(
+    [
+        v2.ToImage(),
+        v2.RandomPhotometricDistort(p=1),
+        v2.RandomZoomOut(fill={tv_tensors.Image: (123, 117, 104), "others": 0}),
+        v2.RandomIoUCrop(),
+        v2.RandomHorizontalFlip(p=1),
+        v2.SanitizeBoundingBoxes(),
+        v2.ToDtype(torch.float32, scale=True),
+    ]
+)
+"""
+
+
+def test_a_fill_keyed_by_tv_tensors_classes_is_read_and_the_rest_imports():
+    """v2's per-type fill {tv_tensors.Image: ..., "others": 0} refused the whole paste ("dict
+    keys must be string literals"), so nothing of torchvision's own detection example imported;
+    the class is now the key "tv_tensors.Image" and only the transform that takes it is judged
+    (RandomZoomOut has no mapping; a per-type fill of RandomRotation is refused by name)."""
+    result = import_pipeline(TV_DETECTION_E2E)
+    by = {t.call.name: t for t in result.transforms}
+    assert by["RandomZoomOut"].call.kwargs["fill"] == {"tv_tensors.Image": (123, 117, 104),
+                                                       "others": 0}
+    assert by["RandomHorizontalFlip"].status == "imported"
+    assert by["ToDtype"].status == "conversion"
+    rotation = import_pipeline("from torchvision.tv_tensors import Image\nfrom torchvision."
+                               "transforms import v2\nv2.Compose([v2.RandomRotation(15, "
+                               "fill={Image: 0})])").transforms[0]
+    assert rotation.status == "not imported" and "tv_tensors.Image" in rotation.verdict.reason
+    for key in ("torch.float32", "(1, 2)", "1", "foo"):
+        with pytest.raises(SourceRefused, match="dict keys must be string literals"):
+            import_pipeline("import torch\nfrom torchvision.transforms import v2\n"
+                            f"v2.Compose([v2.RandomRotation(15, fill={{{key}: 0}})])")
+
+
 # ashleve/lightning-hydra-template, data_modules/example_datamodule/transforms.py
 HYDRA = """
 from torchvision import transforms
