@@ -42,7 +42,7 @@ from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
 from .pipeline_cache import PipelineCache, load_or_build
-from .preset import Preset, Step
+from .preset import Preset, Step, load
 from .preview_pipeline import ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
@@ -245,6 +245,8 @@ class PreviewEngine:
                 base.params[param] = v
                 parts.append(self.render(Preset([base], seed=seed), images=images))
             return stack_renders(parts)
+        for v in values[1:]:  # fed past the preset's checks: each one checked as its step
+            load(Preset([Step(step.op, {**base.params, param: v}, 1.0, True)]), self.catalog)
         base.params[param] = values[0]
         preset = Preset([base], seed=seed)
         arrays = self._arrays if images is None else [self._arrays[i] for i in images]

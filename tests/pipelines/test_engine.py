@@ -11,7 +11,7 @@ from dali_gallery.pipelines.catalog import CATALOG, unregister
 from dali_gallery.pipelines.custom import custom_op
 from dali_gallery.pipelines.engine import MAX_BATCH, PreviewEngine, StepError
 from dali_gallery.pipelines.params import Param
-from dali_gallery.pipelines.preset import Preset, Uniform, load, new_step
+from dali_gallery.pipelines.preset import Preset, PresetError, Uniform, load, new_step
 from tests.support import preset_dict, sample_engine
 
 
@@ -171,6 +171,19 @@ def test_sweep_build_time_parameter(engine):
     r = engine.render_sweep(new_step("water"), "ampl_x", [0.0, 20.0])
     assert r.draws == 2
     assert not np.array_equal(r.tile(0, 0), r.tile(0, 1))
+
+
+def test_sweep_checks_every_value_against_rules_across_parameters(engine):
+    """A sweep feeds its values per sample, past the preset's checks: each value is checked
+    as its own step first, so a singular shear pair is refused by name, not by DALI."""
+    step = new_step("warp_affine")
+    step.params["shear_x"] = 2.0
+    builds = engine.builds
+    with pytest.raises(PresetError, match=r"shear_x=2.0, shear_y=0.5 is not allowed"):
+        engine.render_sweep(step, "shear_y", [0.0, 0.5])
+    assert engine.builds == builds  # refused before any pipeline
+    r = engine.render_sweep(step, "shear_y", [0.0, 0.25])
+    assert r.draws == 2
 
 
 def test_encoded_tiles(engine):
