@@ -31,8 +31,8 @@ from .torchvision_geometry import LIB
 # ---- policies ---------------------------------------------------------------------------------
 
 _POLICY_REASON = ("a policy picks its operations per sample at random: DALI draws with its own "
-                  "random numbers and fills with grey 128 (torchvision: 0); compare the "
-                  "distributions, not single samples")
+                  "random numbers and fills with grey 128 (torchvision: its fill, 0 by "
+                  "default); compare the distributions, not single samples")
 _POLICY_NAMES = {"imagenet": "image_net", "cifar10": "reduced_cifar10", "svhn": "svhn"}
 
 
