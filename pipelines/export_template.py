@@ -141,9 +141,8 @@ def checkpoint_file(checkpoint_dir, iteration):
 
 
 def read_checkpoint(path, settings):
-    """(iteration, state, samples read) of a checkpoint saved by batch_at(). ValueError
-    when saved with other settings (shard, batch size, seed, shuffle, device or preset):
-    its batches would differ from this run's without any error."""
+    """(iteration, state, samples) of a checkpoint saved by batch_at(); ValueError if it
+    was saved with other settings: its batches would differ without any error."""
     try:
         with open(path + ".json", encoding="utf-8") as f:
             saved = json.load(f)
@@ -185,11 +184,9 @@ def replay(
     **run,
 ):
     """The outputs of batch `iteration` (0 = the first) of create_pipeline(*inputs,
-    batch_size, **run) (run: device_id, seed, shard_id, num_shards, random_shuffle),
-    run from the start or from the checkpoint file `restore`, which must have been saved
-    with the same settings; with checkpoint_every=K it saves the state before every K-th
-    batch in checkpoint_dir (checkpoint_file()). max_batches: refuse to run more batches
-    than that (a budget)."""
+    batch_size, **run), from the start or from the checkpoint file `restore` (saved with
+    the same settings); checkpoint_every=K saves the state before every K-th batch in
+    checkpoint_dir. max_batches: the most batches it runs (a budget)."""
     if iteration < 0 or checkpoint_every < 0:
         raise ValueError("iteration and checkpoint_every must be 0 or more")
     if checkpoint_every and checkpoint_dir is None:
