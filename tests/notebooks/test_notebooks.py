@@ -7,14 +7,11 @@ Each run may append check cells that look at what the notebook built (in its own
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
 
@@ -39,46 +36,26 @@ print("gallery rows rendered:", len(rendered))
 }
 
 
-_RUNNER = """
-import pickle, sys
-import nbformat
-from nbclient import NotebookClient
-source, executed, failure, folder, timeout = sys.argv[1:6]
-nb = nbformat.read(source, as_version=4)
-# nbclient waits 4 s for a cell's last outputs after it finished and then drops them
-# silently: on a loaded machine the gallery cell's print was lost that way
-client = NotebookClient(nb, timeout=int(timeout), kernel_name="python3", iopub_timeout=120,
-                        raise_on_iopub_timeout=True, resources={"metadata": {"path": folder}})
-try:
-    client.execute()
-except Exception as e:
-    with open(failure, "wb") as f:
-        pickle.dump(e, f)
-nbformat.write(nb, executed)
-"""
-
-
 def run_notebook(path: Path, extra: str | None = None, env: dict[str, str] | None = None,
                  ) -> nbformat.NotebookNode:
     """Execute ``path`` (plus ``extra`` code as a last cell) from its own folder, as Voilà and
-    Lab do; raises CellExecutionError naming the failing cell. nbclient runs in a process of
-    its own: inside the full suite's pytest process, the gallery's last messages twice took
-    over its 120 s to arrive (the same notebook alone: 11 s)."""
+    Lab do; raises CellExecutionError naming the failing cell."""
     nb = nbformat.read(path, as_version=4)
     if extra:
         nb.cells.append(new_code_cell(extra))
-    with tempfile.TemporaryDirectory(prefix="dali-gallery-nb-") as tmp:
-        source, executed, failure = (Path(tmp) / n for n in ("in.ipynb", "out.ipynb", "error"))
-        nbformat.write(nb, source)
-        proc = subprocess.run(
-            [sys.executable, "-c", _RUNNER, str(source), str(executed), str(failure),
-             str(path.parent), str(TIMEOUT_S)],
-            env={**os.environ, **(env or {})}, capture_output=True, text=True,
-            timeout=TIMEOUT_S * 2)
-        if failure.exists():
-            raise pickle.loads(failure.read_bytes())
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return nbformat.read(executed, as_version=4)
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        # nbclient waits 4 s for a cell's last outputs after it finished and then drops
+        # them silently: on a loaded machine the gallery cell's print was lost that way
+        client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                                iopub_timeout=120, raise_on_iopub_timeout=True,
+                                resources={"metadata": {"path": str(path.parent)}})
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
 
 
 def _errors(nb: nbformat.NotebookNode) -> list[str]:
