@@ -16,6 +16,7 @@ host, in the render that evicted it (19 of them, ~0.09 s, in a warm gallery).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -60,10 +61,8 @@ class RngReset:
         """Schedule the restore of ``built``'s first draw (not for a stream, which goes on)."""
         if stream or built.checkpoint is None:
             return
-        self._pending = [f for f in self._pending if not f.done()]
-        built.reset = self._worker().submit(built.pipe._pipe.RestoreFromSerializedCheckpoint,
-                                            built.checkpoint)
-        self._pending.append(built.reset)
+        built.reset = self._schedule(built.pipe._pipe.RestoreFromSerializedCheckpoint,
+                                     built.checkpoint)
 
     def release(self, built: Resettable) -> None:
         """``built`` is no longer used: its pipeline is taken from it (``built.pipe`` becomes
@@ -73,13 +72,15 @@ class RngReset:
         it. :meth:`settle` waits for the drops too."""
         pending, built.reset = built.reset, None
         held, built.pipe = [built.pipe], None  # only the worker's list holds it now
-        self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self._worker().submit(_drop, held, pending))
+        self._schedule(_drop, held, pending)
 
-    def _worker(self) -> ThreadPoolExecutor:
+    def _schedule(self, work: Callable[..., None], *args: Any) -> Future[None]:
+        """``work(*args)`` on the one worker, after everything scheduled before it."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="dali-gallery-rng-reset")
-        return self._pool
+        self._pending = [f for f in self._pending if not f.done()]
+        self._pending.append(self._pool.submit(work, *args))
+        return self._pending[-1]
 
     def settle(self) -> None:
         """Wait for the restores and drops under way (benchmarks time other work after this; the
