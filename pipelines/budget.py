@@ -18,6 +18,11 @@ The budgets (pixels are W x H; an RGB uint8 pixel is 3 bytes):
 * :data:`KERNEL_PIXELS` per kernel: decoded images still alive anywhere in the process plus the
   largest step and the outputs of each engine's latest render.
 
+* :data:`RENDER_WORK` per render on the CPU: what its steps cost in taps (:mod:`pipelines.work`:
+  pixels written times each one's cost), summed over the steps and the batch; the GPU
+  allows :data:`GPU_WORK_FACTOR` times as much. Pixels alone do not bound a render's time: a
+  wide blur reads hundreds of pixels for each one it writes.
+
 They are module constants; an app or the CLI passes others with :func:`configure` (see
 :func:`add_arguments` / :func:`from_args` for command-line flags).
 """
@@ -42,22 +47,37 @@ RENDER_PIXELS = 256_000_000
 KERNEL_PIXELS = 512_000_000
 """Largest number of pixels one kernel holds in decoded images plus its engines' latest
 renders (1.5 GB as RGB uint8)."""
+RENDER_WORK = 8_000_000_000
+"""Taps one render may cost on the CPU (:mod:`pipelines.work`). Measured on the 2-core CPU
+machine with DALI's two threads: 0.06-1.3 ns a tap (a Gaussian blur 0.6-0.7, a pass of a
+colour or warp step 0.1-1.1), so a render at the limit takes 0.5-10 s there."""
+GPU_WORK_FACTOR = 8
+"""How many times :data:`RENDER_WORK` a render may cost on the GPU. Set by the GPU's slowest
+tap, the median's (0.14 ns on an H100; a blur's 0.003-0.03, a pass 0.03, a morphology mask's
+0.02): a median at the limit takes 9 s there, any other step under 2 s."""
 
 
 @dataclass(frozen=True)
 class Budget:
-    """The three pixel budgets; see the module docstring for what each one bounds."""
+    """The three pixel budgets and the work budget; see the module docstring for what each
+    one bounds."""
 
     image_pixels: int = IMAGE_PIXELS
     render_pixels: int = RENDER_PIXELS
     kernel_pixels: int = KERNEL_PIXELS
+    render_work: int = RENDER_WORK
 
     def __post_init__(self) -> None:
-        for name in ("image_pixels", "render_pixels", "kernel_pixels"):
+        for name in ("image_pixels", "render_pixels", "kernel_pixels", "render_work"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                unit = "taps" if name == "render_work" else "pixels"
                 raise ValueError(f"budget {name}={value!r} is not allowed; expected a positive "
-                                 "whole number of pixels")
+                                 f"whole number of {unit}")
+
+    def work_limit(self, device: str) -> int:
+        """Taps one render may cost on ``device`` ("cpu" or "gpu")."""
+        return self.render_work * (GPU_WORK_FACTOR if device == "gpu" else 1)
 
 
 _LOCK = threading.Lock()
@@ -82,19 +102,24 @@ _FLAGS = {
     "render": ("--max-render-mp", "render_pixels",
                "pixels one step of a render takes in + puts out"),
     "kernel": ("--max-kernel-mp", "kernel_pixels", "pixels held by loaded images and renders"),
+    "work": ("--max-render-gtaps", "render_work",
+             f"billions of taps one render may cost on the CPU (x{GPU_WORK_FACTOR} on the GPU)"),
 }
+_SCALE = {"render_work": 1e9}
+"""Flags in other units than megapixels (the work budget: billions of taps)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser,
-                  kinds: tuple[str, ...] = ("image", "render", "kernel")) -> None:
-    """``--max-image-mp``, ``--max-render-mp`` and ``--max-kernel-mp`` (megapixels; those of
-    ``kinds``), defaulting to the module constants."""
-    group = parser.add_argument_group("pixel budgets (megapixels, 1 MP = 10^6 pixels)")
+                  kinds: tuple[str, ...] = ("image", "render", "kernel", "work")) -> None:
+    """``--max-image-mp``, ``--max-render-mp``, ``--max-kernel-mp`` (megapixels) and
+    ``--max-render-gtaps`` (billions of taps; those of ``kinds``), defaulting to the module
+    constants."""
+    group = parser.add_argument_group("budgets (1 MP = 10^6 pixels; 1 G = 10^9 taps)")
     for kind in kinds:
         flag, name, what = _FLAGS[kind]
-        default = getattr(Budget(), name)
-        group.add_argument(flag, type=float, default=default / 1e6,
-                           help=f"{what} (default: {default / 1e6:g})")
+        default = getattr(Budget(), name) / _SCALE.get(name, 1e6)
+        group.add_argument(flag, type=float, default=default,
+                           help=f"{what} (default: {default:g})")
 
 
 def from_args(args: argparse.Namespace) -> Budget:
@@ -102,13 +127,14 @@ def from_args(args: argparse.Namespace) -> Budget:
     added); ValueError names a bad value."""
     values = {}
     for flag, name, _ in _FLAGS.values():
-        mp_value = getattr(args, flag[2:].replace("-", "_"), None)
-        if mp_value is None:
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value is None:
             continue
-        if not 0 < mp_value < float("inf"):  # also refuses NaN
-            raise ValueError(f"{flag} {mp_value!r} is not allowed; expected a positive number "
-                             "of megapixels")
-        values[name] = max(1, round(mp_value * 1e6))
+        if not 0 < value < float("inf"):  # also refuses NaN
+            unit = "billions of taps" if name in _SCALE else "megapixels"
+            raise ValueError(f"{flag} {value!r} is not allowed; expected a positive number "
+                             f"of {unit}")
+        values[name] = max(1, round(value * _SCALE.get(name, 1e6)))
     return Budget(**values)
 
 

@@ -125,10 +125,13 @@ def batch_size(preset: Preset, size: tuple[int, int], draws: int, *, owner: Any 
     ``size`` images. Raises :class:`~.render_budget.BudgetError` when not even one draw fits."""
     budget = budget or current()
     one = plan_render(preset, [size], 1, catalog=catalog)
-    check_plan(one, budget, held=LEDGER.held(excluding=owner))  # names the step if none fits
+    device = getattr(owner, "device", "cpu")
+    check_plan(one, budget, held=LEDGER.held(excluding=owner),  # names the step if none fits
+               device=device)
     largest = max((one.moved(k) for k in range(len(one.steps))), default=1)
     fits = min(budget.render_pixels // max(1, largest),
-               (budget.kernel_pixels - LEDGER.held(excluding=owner)) // max(1, one.footprint))
+               (budget.kernel_pixels - LEDGER.held(excluding=owner)) // max(1, one.footprint),
+               int(budget.work_limit(device) // max(1.0, one.work)))
     wanted = max(MIN_BATCH, math.ceil(draws / PROGRESS_STEPS))
     return max(1, min(draws, wanted, MAX_BATCH, fits))
 

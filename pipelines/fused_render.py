@@ -199,15 +199,17 @@ class FusedRenders:
         budget = current()
         held = LEDGER.held(excluding=engine)
         shapes = tuple(a.shape for a in arrays)
-        total = 0
+        total, work = 0, 0.0
         for m in members:
             plan = engine._memo.derived(
                 None if m.key is None else ("plan", m.key, shapes, 1, False),
                 lambda m=m: plan_render(m.preset, [s[:2] for s in shapes], 1,
                                         catalog=engine.catalog))
-            check_plan(plan, budget, held=held + total)
+            check_plan(plan, budget, held=held + total, device=engine.device,
+                       work_before=work)
             assert plan.passed is not None
             total += plan.passed[1]
+            work += plan.work
         LEDGER.hold_render(engine, total)
 
     def _pipeline(self, engine: PreviewEngine, members: list[_Member],

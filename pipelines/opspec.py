@@ -18,6 +18,7 @@ from .draws import MAX_PER_OPERATOR as MAX_DRAWS
 from .draws import Draw
 from .labels import LabelRule
 from .params import Param
+from .work import ONE_PASS, Work
 
 CATEGORIES = (
     "geometry",
@@ -61,7 +62,8 @@ class OpSpec:
     preview restores that state before each render, and rebuilds instead where it cannot.
     ``canvas``: how the output size follows from the input size and the parameters
     (:mod:`pipelines.canvas`; same size by default), which the render budget checks before
-    DALI runs (:mod:`pipelines.budget`).
+    DALI runs (:mod:`pipelines.budget`); ``work``: how many pixels it reads for each it
+    writes (:mod:`pipelines.work`; one by default), which the work budget checks.
     """
 
     name: str
@@ -84,6 +86,7 @@ class OpSpec:
     (:func:`pipelines.custom_spec.custom_spec` sets it with ``function``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     canvas: Canvas = SAME
+    work: Work = ONE_PASS
     aliases: tuple[str, ...] = ()
     """Other names people search for: the torchvision / albumentations transforms the operator
     stands in for and common words ("grayscale"); the picker's search reads them

@@ -10,6 +10,7 @@ as it was and the user can lower the value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +21,10 @@ from .budget import LEDGER, Budget, current, mp
 from .canvas import Canvas, Fixed, Shorter, Size, Span
 from .catalog import CATALOG, Catalog
 from .codegen import feed_name
+from .params import Param
 from .preset import GROUP_KEY, Choice, Group, Preset, Step, Uniform
 from .step_error import StepError
+from .work import ONE_PASS, Work
 
 
 class BudgetError(StepError):
@@ -36,6 +39,18 @@ class BudgetError(StepError):
         self.limit = limit
 
 
+class WorkError(BudgetError):
+    """A render refused before DALI ran because its steps would read more than the device's
+    work budget (:mod:`pipelines.work`): ``taps`` is what it would read, ``limit`` the budget,
+    ``fits`` the largest value of ``param`` that would pass (None when lowering none helps)."""
+
+    def __init__(self, message: str, step: int | None, op: str | None, *, param: str | None,
+                 taps: float, limit: int, fits: float | None) -> None:
+        super().__init__(message, step, op, param=param, pixels=0, limit=limit)
+        self.taps = taps
+        self.fits = fits
+
+
 @dataclass
 class PlannedStep:
     """One step of a render plan: the output size of every image (an upper bound)."""
@@ -47,6 +62,13 @@ class PlannedStep:
     sizes: list[Size]
     child: int | None = None
     """The child of the group at ``index`` this is (None: a step of its own)."""
+    work: Work = ONE_PASS
+    work_params: tuple[Param, ...] = ()
+    """The catalog's declarations of ``work.params`` (for the value a refusal suggests)."""
+
+    def taps(self, draws: int, values: dict[str, Span] | None = None) -> float:
+        """Input pixels the step reads over the batch (``values`` instead of its own)."""
+        return draws * sum(map(_px, self.sizes)) * self.work.taps(values or self.values)
 
     def where(self) -> tuple[int | None, str | None, str]:
         """(step, op, prefix) for an error: the tail has no step index; a group's child is
@@ -86,6 +108,11 @@ class RenderPlan:
         largest = max((self.moved(k) for k in range(len(self.steps))),
                       default=self.draws * sum(map(_px, self.inputs)))
         return largest + self.draws * sum(map(_px, self.outputs))
+
+    @property
+    def work(self) -> float:
+        """Input pixels every step reads, over the batch (:mod:`pipelines.work`)."""
+        return sum(step.taps(self.draws) for step in self.steps)
 
 
 def _px(size: Size) -> int:
@@ -137,24 +164,30 @@ def _plan_step(plan: RenderPlan, i: int, child: int | None, step: Step, sizes: l
 
     A group's child is planned as if it ran on the larger of the sizes its group may hand
     it: every canvas grows with its input, so that bounds any pick of the children."""
-    canvas = catalog[step.op].canvas
+    spec = catalog[step.op]
+    canvas, work = spec.canvas, spec.work
     values = {}
-    for name in canvas.params:
+    for name in dict.fromkeys((*canvas.params, *work.params)):
         fed = (overrides or {}).get(feed_name(i, name, child=child))
         values[name] = (Span(tuple(float(v) for v in np.unique(fed))) if fed is not None
                         else _span(step.params[name]))
     sizes = [canvas.size(s, values) for s in sizes]
-    plan.steps.append(PlannedStep(i, step.op, canvas, values, sizes, child))
+    plan.steps.append(PlannedStep(i, step.op, canvas, values, sizes, child, work,
+                                  tuple(spec.param(n) for n in work.params)))
     return sizes
 
 
-def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0) -> None:
+def check_plan(plan: RenderPlan, budget: Budget, *, held: int = 0, device: str = "cpu",
+               work_before: float = 0.0) -> None:
     """Raises :class:`BudgetError` for the first step over a budget; ``held`` is what the
-    kernel holds besides this render. A step over the render or kernel budget because of the
-    size an earlier step made (a colour step after a ``paste``) is blamed on that step."""
+    kernel holds besides this render, ``work_before`` the taps of renders run with it (a
+    fused pipeline's earlier members) on ``device``. A step over the render or kernel budget
+    because of the size an earlier step made (a colour step after a ``paste``) is blamed on
+    that step."""
     if plan.passed is None or plan.passed[0] != budget:
         _check_steps(plan, budget)
         plan.passed = (budget, plan.footprint)  # never set when a limit is exceeded
+    check_work(plan, budget.work_limit(device), device, before=work_before)
     need = plan.passed[1]
     if held + need > budget.kernel_pixels:
         if plan.steps:
@@ -201,6 +234,54 @@ def _check_steps(plan: RenderPlan, budget: Budget) -> None:
                          f"{mp(budget.render_pixels)} per step of a render is allowed",
                          "preview fewer images, fewer draws or a smaller size", moved,
                          budget.render_pixels)
+
+
+def check_work(plan: RenderPlan, limit: int, device: str, *, before: float = 0.0) -> None:
+    """Raises :class:`WorkError` when the plan's steps (plus ``before``) would read more
+    than ``limit`` taps, naming the step that reads most and the largest value of its work
+    parameter that would fit (:mod:`pipelines.work`)."""
+    total = before + plan.work
+    if total <= limit or not plan.steps:
+        return
+    step = max(plan.steps, key=lambda s: s.taps(plan.draws))
+    index, op, prefix = step.where()
+    fits = _fitting_value(step, plan.draws, limit - (total - step.taps(plan.draws)))
+    big = max(step.sizes, key=_px)
+    what = (f"{', '.join(step.values[p].describe(p) for p in step.work.params)} reads "
+            f"{step.work.taps(step.values):g} pixels for each it writes; "
+            if step.work.params else "")
+    param = step.work.params[0] if step.work.params else None
+    lower = (f"lower {param} to at most {fits:g}, or " if param is not None and fits is not None
+             else f"lower {param}, or " if param is not None else "")
+    raise WorkError(f"{prefix}{what}over {len(plan.inputs)} image(s) of up to {big[1]}x{big[0]} "
+                    f"px x {plan.draws} draw(s), this render would cost {total / 1e9:,.3g} G "
+                    f"taps, and at most {limit / 1e9:,.3g} G per render is allowed on the "
+                    f"{device.upper()}: {lower}preview fewer images, fewer draws or a smaller "
+                    "size", index, op, param=param, taps=total, limit=limit, fits=fits)
+
+
+def _fitting_value(step: PlannedStep, draws: int, room: float) -> float | None:
+    """The largest value of the step's first work parameter (its others as they are) whose
+    taps fit in ``room``, as the parameter allows it (whole, odd); None when none does."""
+    if not step.work_params:
+        return None
+    p = step.work_params[0]
+    bottom = lo = p.bounds[0] if p.bounds is not None else 0.0
+    hi = step.values[p.name].hi
+
+    def fits(v: float) -> bool:
+        return step.taps(draws, {**step.values, p.name: Span((v,))}) <= room
+
+    if not fits(lo):
+        return None
+    for _ in range(60):  # the taps never fall as the value grows
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    unit = 10.0 ** -p.decimals  # a value the parameter can be set to, rounded down
+    v = math.floor(lo / unit + 1e-9) * unit
+    if p.odd and int(v) % 2 == 0:
+        v -= 1
+    return round(v, p.decimals) if v >= bottom and fits(v) else None
 
 
 def _check_not_empty(step: PlannedStep, before: list[Size]) -> None:
@@ -259,7 +340,8 @@ def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws
     if plan is None:
         plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
                            overrides=overrides, catalog=catalog)
-    check_plan(plan, budget, held=LEDGER.held(excluding=owner))
+    check_plan(plan, budget, held=LEDGER.held(excluding=owner),
+               device=getattr(owner, "device", "cpu"))
     assert plan.passed is not None  # check_plan sets it or raises
     LEDGER.hold_render(owner, plan.passed[1])
     return plan

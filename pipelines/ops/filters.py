@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..labels import KEEP
 from ..opspec import OpSpec
 from ..params import Param
+from ..work import Taps, gaussian_taps, laplacian_taps, morphology_taps, square_window_taps
 
 _KERNELS = {
     "sharpen": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]],
@@ -24,6 +25,7 @@ _MORPHOLOGY = (
           dali_arg="iterations"),
 )
 """The parameters dilation and erosion share (DALI gives both the same arguments)."""
+_MORPHOLOGY_WORK = Taps(("mask_size", "iterations"), morphology_taps)
 
 OPS = [
     OpSpec(
@@ -31,11 +33,14 @@ OPS = [
         "blur/filter",
         "Gaussian blur with a standard deviation in pixels.",
         "fn.gaussian_blur({x}, sigma={sigma})",
-        (Param("sigma", "float", 1.5, "Standard deviation", bounds=(0.01, 50),
+        # DALI's GPU kernel takes a window (2 * ceil(3 * sigma) + 1) of under 512 / 3 taps
+        # on RGB ("Window is too big ... expected at most: 170" at sigma 50): 169 is sigma 28
+        (Param("sigma", "float", 1.5, "Standard deviation", bounds=(0.01, 28),
                slider=(0.01, 6), step=0.01, neutral=0.01, unit="px", runtime=True,
                dali_arg="sigma", random_default=(0.1, 2.0)),),
         magnitude="sigma",
         schema="GaussianBlur",
+        work=Taps(("sigma",), gaussian_taps),
         aliases=("GaussianBlur", "blur", "smooth"),
         labels=KEEP,
     ),
@@ -55,6 +60,7 @@ OPS = [
         ),
         magnitude="scale",
         schema="Laplacian",
+        work=Taps(("window_size",), laplacian_taps),
         aliases=("edge detection", "edges"),
         labels=KEEP,
     ),
@@ -86,6 +92,7 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="window_size",
         schema="experimental__MedianBlur",
+        work=Taps(("window_size",), square_window_taps),
         aliases=("MedianBlur",),
         labels=KEEP,
     ),
@@ -99,6 +106,7 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",
         schema="experimental__Dilate",
+        work=_MORPHOLOGY_WORK,
         aliases=("Dilation", "morphology", "max filter"),
         labels=KEEP,
     ),
@@ -112,6 +120,7 @@ OPS = [
         gpu_reason=_GPU_ONLY,
         magnitude="mask_size",
         schema="experimental__Erode",
+        work=_MORPHOLOGY_WORK,
         aliases=("Erosion", "morphology", "min filter"),
         labels=KEEP,
     ),
