@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -39,10 +40,22 @@ def large_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+_CACHE = [""]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's pipeline cache goes with it (a full run leaves ~70 MB in ~1,000 files;
+    runs used to pile them up in the temporary folder). A kernel a test left running may
+    still write there as it stops: what cannot be removed now stays, as any temporary file."""
+    if _CACHE[0]:
+        shutil.rmtree(_CACHE[0], ignore_errors=True)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Built pipelines are cached in a folder of this test session, never the user's own (the
     servers and kernels the tests start inherit it)."""
-    os.environ["DALI_GALLERY_CACHE"] = tempfile.mkdtemp(prefix="dali-gallery-test-cache-")
+    _CACHE[0] = tempfile.mkdtemp(prefix="dali-gallery-test-cache-")
+    os.environ["DALI_GALLERY_CACHE"] = _CACHE[0]
     # Builder() autosaves to the user's own folder by default: not from tests (the autosave
     # tests turn the default back on in a folder of their own)
     os.environ["DALI_GALLERY_AUTOSAVE"] = "off"
