@@ -60,3 +60,44 @@ def test_the_app_takes_a_budget() -> None:
     finally:
         app.close()
         budget.configure(previous)
+
+
+def test_render_takes_the_work_budget(tmp_path: Path) -> None:
+    """A wide blur over the samples at full size: refused under a small work budget by name
+    (exit 2, nothing written), rendered under the default one."""
+    preset = tmp_path / "p.json"
+    preset.write_text(json.dumps(preset_dict([{"op": "gaussian_blur",
+                                               "params": {"sigma": 20}}])))
+    out = cli("render", str(preset), "--images", str(SAMPLES), "--size", "128", "--draws", "1",
+              "--max-render-gtaps", "0.01", "--out", str(tmp_path / "g.png"))
+    assert out.returncode == 2, out.stderr
+    said = " ".join(out.stderr.split())  # the CLI wraps its message
+    assert "WorkError: step 0 (gaussian_blur): sigma 20 reads 242 pixels for each it writes" \
+        in said
+    assert "at most 0.01 G per render is allowed on the CPU: lower sigma to at most" in said
+    assert "Traceback" not in out.stderr and not (tmp_path / "g.png").exists()
+    ok = cli("render", str(preset), "--images", str(SAMPLES), "--size", "128", "--draws", "1",
+             "--out", str(tmp_path / "g.png"))
+    assert ok.returncode == 0 and (tmp_path / "g.png").exists(), ok.stderr
+
+
+def test_the_builder_says_which_value_fits_the_work_budget() -> None:
+    """In the app a step over the work budget is named with the value that fits; the step
+    stays in the chain, and lowering it to that value renders."""
+    from dali_gallery.gallery.app import App
+    from dali_gallery.pipelines import budget
+
+    previous = budget.current()
+    app = App(device="cpu", budget=budget.Budget(render_work=2_000_000), gallery_images=1,
+              builder_images=1, size=128)
+    try:
+        app.builder.add_step("gaussian_blur", sigma=6.0)
+        assert app.wait_idle()
+        error = app.builder.last_error
+        assert "allowed on the CPU: lower sigma to at most" in str(error) and error.param == "sigma"
+        assert [s.op for s in app.builder.preset.steps] == ["gaussian_blur"]
+        app.builder.set_param(0, "sigma", error.fits)
+        assert app.wait_idle() and app.builder.last_error is None
+    finally:
+        app.close()
+        budget.configure(previous)
