@@ -35,6 +35,7 @@ from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
 from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
 from dali_gallery.pipelines.preset import PresetError
+from dali_gallery.widgets.kernel_messages import keep_widget_messages
 from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
 from dali_gallery.widgets.style import close_tree
@@ -56,8 +57,7 @@ _log = logging.getLogger(__name__)
 
 AddHandler = Callable[[str, dict[str, Any]], None]
 Key = tuple[int, int, int, int]
-"""(image set version, size, labels version, drawing): what the cards are valid for; the
-renders are valid for the first three."""
+"""(image set version, size, labels version, drawing): the cards' validity (renders: 3 first)."""
 
 
 @dataclass
@@ -86,6 +86,7 @@ class GalleryView:
         if not 1 <= max_images <= MAX_IMAGES:
             raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
                              f"{MAX_IMAGES}")
+        keep_widget_messages()  # ~1,450 widget messages within seconds
         self.engine = engine or PreviewEngine(device, catalog=catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None
@@ -136,8 +137,7 @@ class GalleryView:
         return problems
 
     def set_arrays(self, arrays: Sequence[np.ndarray], names: Sequence[str] | None = None) -> None:
-        """Show already decoded HWC uint8 images (kept as PNG and decoded again by DALI, so the
-        size control applies to them too)."""
+        """Show decoded HWC uint8 images (kept as PNG, decoded by DALI again: sized as files)."""
         encoded = encode_arrays(arrays, names)
         with self._lock:
             self._images = encoded

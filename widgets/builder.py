@@ -38,6 +38,7 @@ from .export_panel import slug
 from .group_card import GroupCard, card_key, collapsed_by_op, make_card, retire
 from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
+from .kernel_messages import keep_widget_messages
 from .labels_panel import check_annotations_arg
 from .live import LivePreview, check_size
 from .model import ChainModel, Change
@@ -60,8 +61,7 @@ class Builder:
     (off in Voilà, see ``autosave.autosave_for``), a path, or None/False (off).
     ``annotations``: labels drawn over the tiles and moved with them: a COCO instances .json
     (its images in the images folder) or "yolo" (the folder's YOLO labels); ``builder.labels``
-    loads others. ``sync=True`` renders in the calling thread (no worker thread).
-    """
+    loads others. ``sync=True`` renders in the calling thread (no worker thread)."""
 
     def __init__(self, images: Any = None, preset: Any = None, device: str = "auto", *,
                  allowed_root: str | Path | None = None, draws: int = 3, max_images: int = 6,
@@ -71,6 +71,7 @@ class Builder:
                  annotations: str | Path | None = None) -> None:
         check_size(size)
         check_annotations_arg(annotations)
+        keep_widget_messages()  # a chain's cards and tiles come in bursts
         start = images if images is not None else samples
         # a path that does not exist fails here, before any thread or pipeline exists
         first = source_from(start, pick=max_images) if start is not None else None
@@ -155,8 +156,7 @@ class Builder:
         return self.model.duplicate_step(index)
 
     def set_param(self, index: int, name: str, value: Any, child: int | None = None) -> None:
-        """A literal, ``Uniform``/``Choice`` or their JSON (``child``: of that child of the
-        group at ``index``); PresetError says why not."""
+        """A literal, ``Uniform``/``Choice`` or JSON (of ``child`` of a group); else PresetError."""
         self.model.set_param(index, name, value, child)
 
     def set_probability(self, index: int, probability: float, child: int | None = None) -> None:

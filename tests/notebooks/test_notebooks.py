@@ -11,9 +11,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import zmq
-import zmq.asyncio
-from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell
@@ -39,20 +36,6 @@ print("gallery rows rendered:", len(rendered))
 }
 
 
-class _UnboundedIOPub(AsyncKernelManager):
-    """A kernel manager whose clients queue every message the kernel publishes. ZeroMQ's
-    default high-water mark (1000 messages) makes the kernel's PUB socket drop messages once
-    the client falls behind: the gallery's check cell publishes ~1,450 widget messages
-    (15 MB) in a few seconds, and a dropped "idle" status left nbclient waiting out its
-    iopub timeout, in full runs only. With no limit on the client's side its ZeroMQ thread
-    keeps reading whatever the Python side's pace, so the kernel never drops one."""
-
-    def client(self, **kwargs):
-        context = zmq.asyncio.Context()
-        context.setsockopt(zmq.RCVHWM, 0)
-        return super().client(context=context, **kwargs)
-
-
 def run_notebook(path: Path, extra: str | None = None, env: dict[str, str] | None = None,
                  ) -> nbformat.NotebookNode:
     """Execute ``path`` (plus ``extra`` code as a last cell) from its own folder, as Voilà and
@@ -67,7 +50,6 @@ def run_notebook(path: Path, extra: str | None = None, env: dict[str, str] | Non
         # them silently: on a loaded machine the gallery cell's print was lost that way
         client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
                                 iopub_timeout=120, raise_on_iopub_timeout=True,
-                                kernel_manager_class=_UnboundedIOPub,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
     finally:
