@@ -61,6 +61,11 @@ class Taps(Work):
         return self.names
 
 
+def passes(n: float) -> float:
+    """``n`` passes over the pixels, one after another (a policy's ``n`` operations)."""
+    return PASS_TAPS * float(n)
+
+
 def gaussian_taps(sigma: float) -> float:
     """DALI's window for a sigma is ``2 * ceil(3 * sigma) + 1`` (its documentation), applied
     once along each of the two axes."""

@@ -16,6 +16,7 @@ from ..draws import Draw
 from ..labels import KEEP, Refuse
 from ..opspec import OpSpec
 from ..params import Param, magnitude_bin
+from ..work import Taps, passes
 
 _SIGNED = ("shear_x", "shear_y", "translate_x", "translate_y", "rotate", "brightness",
            "contrast", "color", "sharpness")
@@ -138,6 +139,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         ),
         magnitude="m",
         policy=True,
+        work=Taps(("n",), passes),  # n operations, each a pass over the pixels
         labels=_POLICY_UNAWARE,
         conditionals=True,
         aliases=("RandAugment",),

@@ -64,7 +64,9 @@ def test_the_wide_filters_declare_their_window() -> None:
     """The operators whose window grows with a parameter are the ones declared so."""
     declared = {op for op, spec in CATALOG.items() if isinstance(spec.work, Taps)}
     assert declared == {"gaussian_blur", "laplacian", "experimental.median_blur",
-                        "experimental.dilate", "experimental.erode"}
+                        "experimental.dilate", "experimental.erode", "rand_augment"}
+    # rand_augment applies n operations one after another: n passes
+    assert CATALOG["rand_augment"].work.taps({"n": Span((6.0,))}) == 6 * PASS_TAPS
     # measured: filter's 7x7 motion blur costs what one pass of a colour step does
     assert CATALOG["filter"].work is ONE_PASS
 
