@@ -40,8 +40,8 @@ class BudgetError(StepError):
 
 
 class WorkError(BudgetError):
-    """A render refused before DALI ran because its steps would read more than the device's
-    work budget (:mod:`pipelines.work`): ``taps`` is what it would read, ``limit`` the budget,
+    """A render refused before DALI ran because its steps would cost more than the device's
+    work budget (:mod:`pipelines.work`): ``taps`` is what it would cost, ``limit`` the budget,
     ``fits`` the largest value of ``param`` that would pass (None when lowering none helps)."""
 
     def __init__(self, message: str, step: int | None, op: str | None, *, param: str | None,
@@ -67,7 +67,7 @@ class PlannedStep:
     """The catalog's declarations of ``work.params`` (for the value a refusal suggests)."""
 
     def taps(self, draws: int, values: dict[str, Span] | None = None) -> float:
-        """Input pixels the step reads over the batch (``values`` instead of its own)."""
+        """What the step costs over the batch, in taps (``values`` instead of its own)."""
         return draws * sum(map(_px, self.sizes)) * self.work.taps(values or self.values)
 
     def where(self) -> tuple[int | None, str | None, str]:
@@ -111,7 +111,7 @@ class RenderPlan:
 
     @property
     def work(self) -> float:
-        """Input pixels every step reads, over the batch (:mod:`pipelines.work`)."""
+        """What every step costs over the batch, in taps (:mod:`pipelines.work`)."""
         return sum(step.taps(self.draws) for step in self.steps)
 
 
@@ -237,8 +237,8 @@ def _check_steps(plan: RenderPlan, budget: Budget) -> None:
 
 
 def check_work(plan: RenderPlan, limit: int, device: str, *, before: float = 0.0) -> None:
-    """Raises :class:`WorkError` when the plan's steps (plus ``before``) would read more
-    than ``limit`` taps, naming the step that reads most and the largest value of its work
+    """Raises :class:`WorkError` when the plan's steps (plus ``before``) would cost more
+    than ``limit`` taps, naming the step that costs most and the largest value of its work
     parameter that would fit (:mod:`pipelines.work`)."""
     total = before + plan.work
     if total <= limit or not plan.steps:

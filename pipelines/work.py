@@ -1,4 +1,4 @@
-"""How much an operator reads per pixel it writes: declared once per operator in the catalog.
+"""What an operator costs per pixel it writes, in taps: declared once per operator in the catalog.
 
 The pixel budgets (:mod:`pipelines.budget`) bound how large images get, not how long a step
 works on them: a Gaussian blur of sigma 28 reads 338 pixels for every pixel it writes (two
