@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .autograph_scope import convert_only_branching
 from .codegen import Feed
 from .device import HW_DECODER_LOAD, Device
 from .fed_values import fed_nodes, layout, tensors
@@ -87,6 +88,8 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
             kept = [*kept, *tail_kept]
         return (images, *records, *moved, *kept)
 
+    if conditionals:  # autograph rewrites only the auto_aug code that branches on data
+        convert_only_branching()
     with lean_traces():  # the graph is traced here; operators record no DALI-internal frames
         return preview(
             batch_size=batch,

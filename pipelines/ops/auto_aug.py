@@ -125,6 +125,14 @@ def _stages(params: Mapping[str, Any]) -> int:
     return _auto_augment_stages(params["policy_name"])
 
 
+def _most_stages() -> float:
+    """AutoAugment applies up to one operation per stage of the sub-policy drawn: as many
+    passes as the longest sub-policy of any of its policies has stages (two in DALI's)."""
+    from .auto_aug_graph import _auto_augment_stages
+
+    return passes(max(_auto_augment_stages(name) for name in _POLICIES))
+
+
 OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
     OpSpec(
         "rand_augment",
@@ -175,6 +183,7 @@ OPS = [_single(n) for n in _SIGNED + _UNSIGNED + _PLAIN] + [
         "_auto_augment({x}, {sub_policy}, {stage_ran}, {negated}, {policy_name})",
         (Param("policy_name", "enum", "image_net", "Policy", choices=_POLICIES),),
         policy=True,
+        work=Taps((), _most_stages),  # a pass per stage of the sub-policy
         labels=_POLICY_UNAWARE,
         conditionals=True,
         aliases=("AutoAugment",),

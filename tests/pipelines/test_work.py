@@ -64,9 +64,17 @@ def test_the_wide_filters_declare_their_window() -> None:
     """The operators whose window grows with a parameter are the ones declared so."""
     declared = {op for op, spec in CATALOG.items() if isinstance(spec.work, Taps)}
     assert declared == {"gaussian_blur", "laplacian", "experimental.median_blur",
-                        "experimental.dilate", "experimental.erode", "rand_augment"}
+                        "experimental.dilate", "experimental.erode", "rand_augment",
+                        "auto_augment"}
     # rand_augment applies n operations one after another: n passes
     assert CATALOG["rand_augment"].work.taps({"n": Span((6.0,))}) == 6 * PASS_TAPS
+    # auto_augment: a pass per stage of the longest sub-policy, read from DALI's policies
+    from nvidia.dali.auto_aug import auto_augment
+
+    stages = max(len(sub) for name in CATALOG["auto_augment"].param("policy_name").choices
+                 for sub in getattr(auto_augment, f"get_{name}_policy")().sub_policies)
+    assert stages == 2
+    assert CATALOG["auto_augment"].work.taps({}) == stages * PASS_TAPS
     # measured: filter's 7x7 motion blur costs what one pass of a colour step does
     assert CATALOG["filter"].work is ONE_PASS
 
