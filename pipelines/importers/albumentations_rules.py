@@ -158,6 +158,13 @@ _RULES = (albumentations_geometry.RULES + albumentations_warps.RULES
                 "additional_targets": None, "p": 1.0, "is_check_shapes": True, "strict": False,
                 "mask_interpolation": None, "seed": None, "save_applied_params": False},
                "the chain, in order"),
+    _container("ReplayCompose", ("transforms", "bbox_params", "keypoint_params",
+                                 "additional_targets", "p", "is_check_shapes", "save_key"),
+               {"transforms": REQUIRED, "bbox_params": None, "keypoint_params": None,
+                "additional_targets": None, "p": 1.0, "is_check_shapes": True,
+                "save_key": "replay"},
+               "the chain, in order (what it records under save_key, the preview's records "
+               "show)"),
     _container("OneOf", ("transforms", "p"), {"transforms": REQUIRED, "p": 0.5},
                "a one_of group fired with p that applies one of them (each transform's p is "
                "its weight; the picked one is applied whatever its p)"),

@@ -14,7 +14,7 @@ from typing import Any
 from ..labels import DEFAULT_MIN_KEPT
 from ..preset import GROUP_KEY, MAX_CHILDREN
 from .rules import Args, Refused, Rule, number, plain
-from .source import Call
+from .source import CHAINS, Call
 from .table import rule_for
 
 TORCH_NN = "torch.nn"
@@ -34,7 +34,7 @@ class GroupMode:
 def group_mode(e: Call, args: Args, children: list[Call]) -> GroupMode:
     """The group a container becomes (Refused: one the preset cannot hold)."""
     n = len(children)
-    if e.name in ("RandomApply", "Sequential", "Compose"):  # a nested Albumentations Compose
+    if e.name == "RandomApply" or e.name in CHAINS:  # a nested Albumentations Compose
         return GroupMode(None)  # runs all of its transforms, in order, with its p
     if e.name == "RandomChoice":
         p = args.get("p")

@@ -29,7 +29,7 @@ from .rules import (
     number,
     refuse_on_standardised,
 )
-from .source import Call, Parsed
+from .source import CHAINS, Call, Parsed
 from .table import rule_for, unknown_refusal
 
 _TAIL_ORDER = ("resize_shorter", "crop")
@@ -103,8 +103,7 @@ class Converter:
             return list(root)
         rule = rule_for(root.library, root.name)
         self.libraries.add(root.library)
-        if rule is None or rule.kind != "container" or root.name not in (
-                "Compose", "Sequential"):
+        if rule is None or rule.kind != "container" or root.name not in CHAINS:
             return [root]
         try:
             args = rule.bind(root)

@@ -12,7 +12,7 @@ from typing import Any
 
 from .containers import transforms_of
 from .rules import Refused, Rule
-from .source import Call, Opaque, Symbol
+from .source import CHAINS, Call, Opaque, Symbol
 from .table import rule_for
 
 
@@ -55,8 +55,7 @@ def build_pipeline(root: Any) -> tuple[Any, list[str]]:
         children = _children(root, left_out)
         lib = next((c.library for c in root if isinstance(c, Call)), "torchvision")
         return _compose(lib, children), left_out
-    if root.name in ("Compose", "Sequential") and root.library in ("torchvision",
-                                                                    "albumentations"):
+    if root.name in CHAINS and root.library in ("torchvision", "albumentations"):
         rule = rule_for(root.library, root.name)
         try:
             items = transforms_of(root, rule, rule.bind(root)) if rule else []
@@ -65,8 +64,9 @@ def build_pipeline(root: Any) -> tuple[Any, list[str]]:
             left_out.append(f"{root.name}: {e.reason}")
         children = _children(items, left_out)
         kw = {k: _value(v, root) for k, v in root.kwargs.items()
-              if k in ("p",) and root.library == "albumentations"}
-        return _compose(root.library, children, **kw), left_out
+              if k in ("p", "save_key") and root.library == "albumentations"}
+        name = root.name if root.library == "albumentations" else "Compose"
+        return _compose(root.library, children, name, **kw), left_out
     return _compose(root.library, _children([root], left_out)), left_out
 
 
@@ -82,11 +82,13 @@ def _children(items: list[Any], left_out: list[str]) -> list[Any]:
     return out
 
 
-def _compose(library: str, children: list[Any], **kw: Any) -> Any:
+def _compose(library: str, children: list[Any], name: str = "Compose", **kw: Any) -> Any:
+    """The original's container: Albumentations' own class (``Compose``, ``Sequential``,
+    ``ReplayCompose``), or torchvision's ``Compose``."""
     if library == "albumentations":
         import albumentations as A
 
-        return A.Compose(children, **kw)
+        return getattr(A, name)(children, **kw)
     from torchvision.transforms import v2
 
     return v2.Compose(children)

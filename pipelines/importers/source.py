@@ -144,7 +144,7 @@ class _Reader:
             raise SourceRefused("no transform pipeline found: expected a torchvision "
                                 "`Compose([...])` / `v2.Compose([...])`, an Albumentations "
                                 "`A.Compose([...])` or a list of transforms")
-        chained = [p for p in pipelines if isinstance(p[1], list) or p[1].name in _CHAINS]
+        chained = [p for p in pipelines if isinstance(p[1], list) or p[1].name in CHAINS]
         chosen = next((p for p in pipelines if "train" in p[0].lower()),
                       (chained or pipelines)[0])  # a chain before a lone transform's variable
         notes = []
@@ -334,7 +334,12 @@ class _Reader:
         return self.value(node, depth + 1)
 
 
-_CHAINS = ("Compose", "Sequential")
+CHAINS = ("Compose", "ReplayCompose", "Sequential")
+"""Containers that run every transform they hold, in order: torchvision's ``Compose`` and
+``torch.nn.Sequential``, Albumentations' ``Compose``, ``Sequential`` (which has its own p) and
+``ReplayCompose`` (a ``Compose`` that also records what each transform drew, under
+``save_key``: the preview's own records, in the inspector and the distribution view, show the
+same)."""
 
 
 _ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,

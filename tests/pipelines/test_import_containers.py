@@ -84,6 +84,8 @@ def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
     ALB.format("A.Sequential([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
     # a nested Compose: all of them, in order, on its own coin (once: one of them, picked)
     ALB.format("A.Compose([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
+    # a nested ReplayCompose: a Compose that also records what it applied
+    ALB.format("A.ReplayCompose([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=1)], p=0.6)"),
     # a OneOf whose transform is a Sequential of one: its p is a weight, the inner p stays
     ALB.format("A.OneOf([A.Sequential([A.HorizontalFlip(p=0.3)], p=0.5), "
                "A.VerticalFlip(p=0.5)], p=1)"),
@@ -97,13 +99,42 @@ def assert_same_distribution(engine: PreviewEngine, source: str) -> None:
     # v1's RandomApply iterates a torch.nn.Sequential as well
     TV.format("T.RandomApply(torch.nn.Sequential(T.RandomHorizontalFlip(p=1), "
               "T.RandomVerticalFlip(p=0.5)), p=0.4)"),
-], ids=["OneOf", "SomeOf", "Sequential", "nested-Compose", "OneOf-of-Sequential",
+], ids=["OneOf", "SomeOf", "Sequential", "nested-Compose", "nested-ReplayCompose",
+        "OneOf-of-Sequential",
         "RandomChoice", "RandomApply", "RandomApply-ModuleList", "RandomApply-nn.Sequential"])
 def test_an_imported_container_draws_what_the_library_draws(engine, source):
     importlib.import_module("albumentations" if source.startswith("import alb") else "torchvision")
     group = import_pipeline(source).preset.steps[0]
     assert isinstance(group, Group)
     assert_same_distribution(engine, source)
+
+
+def test_a_replay_compose_imports_as_the_compose_it_is():
+    """Albumentations' ReplayCompose is a Compose that also records, under ``save_key``, what
+    each transform drew: the same chain as a Compose, compared with the real ReplayCompose,
+    from its source and from its saved ``to_dict`` (labels' settings and ``save_key``
+    included)."""
+    import json
+
+    import albumentations as A
+
+    body = "[A.HorizontalFlip(p=0.5), A.VerticalFlip(p=0.25)]"
+    replay = f"import albumentations as A\nA.ReplayCompose({body}, save_key='applied')"
+    plain = import_pipeline(f"import albumentations as A\nA.Compose({body})")
+    ours = import_pipeline(replay)
+    assert ours.not_imported == []
+    assert ours.preset.to_dict() == plain.preset.to_dict()
+    original, left_out = build_pipeline(ours.parsed.root)
+    assert type(original) is A.ReplayCompose and left_out == []
+    assert "applied" in original(image=IMG)  # the real one, recording under its save_key
+    # (its draws against the group's: the nested-ReplayCompose case above; at the top level a
+    # seeded Albumentations 2.0.8 Compose gives its children one stream: tied flips)
+    saved = A.ReplayCompose([A.HorizontalFlip(p=0.5), A.VerticalFlip(p=0.25)],
+                            bbox_params=A.BboxParams(format="pascal_voc", min_visibility=0.3))
+    from_dict = import_pipeline(json.dumps(A.to_dict(saved)))
+    assert from_dict.not_imported == []
+    assert [s.op for s in from_dict.preset.steps] == [s.op for s in plain.preset.steps]
+    assert any("min_visibility" in note for note in from_dict.notes)
 
 
 def test_torch_nn_sequential_takes_its_transforms_as_separate_arguments(engine):
