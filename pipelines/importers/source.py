@@ -335,12 +335,7 @@ class _Reader:
 
 
 CHAINS = ("Compose", "ReplayCompose", "Sequential")
-"""Containers that run every transform they hold, in order: torchvision's ``Compose`` and
-``torch.nn.Sequential``, Albumentations' ``Compose``, ``Sequential`` (which has its own p) and
-``ReplayCompose`` (a ``Compose`` that also records what each transform drew, under
-``save_key``: the preview's own records, in the inspector and the distribution view, show the
-same)."""
-
+"""Containers running all they hold, in order (ReplayCompose: a Compose that records its draws)."""
 
 _ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
