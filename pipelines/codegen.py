@@ -150,7 +150,8 @@ def _step_lines(at: _At, step: Step, spec: OpSpec, mode: Mode, chain: Chain,
             chain.records.append(Record(at.step, name, at.child,
                                         None if k is None else f"{var}[{k}]"))
         args[d.name] = var
-    lines.extend(hoisted(spec, args, at.tag) if chain.labels is not None else [])
+    lines.extend(hoisted(spec, args, at.tag, chain.labels.masks)
+                 if chain.labels is not None else [])
     source = "source" if chain.at_source and at.child is None else "None"
     full = {"x": "images", "seed": op_seed, "source": source, **args}
     call = spec.call_source(full)

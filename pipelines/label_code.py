@@ -13,7 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .labels import DEFAULT_MIN_KEPT, FRAMES, BoxCrop, Flip, Keep, Refuse, Scale, Warp
+from .labels import (
+    DEFAULT_MIN_KEPT,
+    FRAMES,
+    BoxCrop,
+    Flip,
+    Keep,
+    Overrides,
+    Refuse,
+    Scale,
+    Warp,
+)
 from .opspec import PLACEHOLDER, OpSpec
 from .preset import Preset, Step
 
@@ -111,10 +121,15 @@ def refusals(preset: Preset, catalog: Mapping[str, OpSpec]) -> list[LabelRefused
     return found
 
 
-def hoisted(spec: OpSpec, args: dict[str, str], tag: str) -> list[str]:
+def hoisted(spec: OpSpec, args: dict[str, str], tag: str, masks: bool = False) -> list[str]:
     """Bind fed values the label lines use a second time to variables (a fed name may appear
-    once in a graph); updates ``args`` in place and returns the binding lines."""
-    templates = spec.labels.templates if spec.labels is not None else ()
+    once in a graph); updates ``args`` in place and returns the binding lines. ``masks``:
+    the chain carries masks (a rule that moves them through the entry's own call uses every
+    parameter of the call again)."""
+    rule = spec.labels
+    templates = rule.templates if rule is not None else ()
+    if masks and rule is not None and rule.nearest_masks is not None:
+        templates = (*templates, spec.call)
     used = set(PLACEHOLDER.findall(" ".join(templates)))
     lines = []
     for name in sorted(used & set(args)):
@@ -122,6 +137,11 @@ def hoisted(spec: OpSpec, args: dict[str, str], tag: str) -> list[str]:
             lines.append(f"{name}_{tag} = {args[name]}")
             args[name] = f"{name}_{tag}"
     return lines
+
+
+def _nearest_call(spec: OpSpec, args: Mapping[str, str], overrides: Overrides) -> str:
+    """The entry's own call on the masks with ``overrides`` (nearest neighbour, fill 0)."""
+    return spec.call_source({**args, "x": "masks", **dict(overrides)})
 
 
 def _fill(template: str, args: Mapping[str, str]) -> str:
@@ -139,8 +159,7 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     if isinstance(rule, Keep) or (isinstance(rule, Scale) and not labels.masks):
         return [f"images = {call}"], False
     if isinstance(rule, Scale):
-        return [f"before_{tag} = images", f"images = {call}",
-                f"masks = _warp_mask(masks, _scale_matrix(before_{tag}, images), images)"], False
+        return [f"images = {call}", f"masks = {_nearest_call(spec, args, rule.nearest)}"], False
     if isinstance(rule, Flip):
         h, v = _fill(rule.horizontal, args), _fill(rule.vertical, args)
         lines = [f"images = {call}"]
@@ -161,13 +180,18 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
         raise TypeError(f"{spec.name}: no label lines for {type(rule).__name__}")
     before = f"before_{tag}"
     lines = [f"{before} = images"]
+    cuts_masks = labels.masks and "{masks}" in rule.call  # the call moves them itself
     if rule.call:
-        lines.append(f"images, m_{tag} = {_fill(rule.call, args)}")
+        outs = f"images, m_{tag}" + (", masks" if cuts_masks else "")
+        fill = {**args, "masks": "masks" if cuts_masks else "None"}
+        lines.append(f"{outs} = {_fill(rule.call, fill)}")
     else:
         lines.append(f"images = {call}")
         lines.append(f"m_{tag} = {_fill(rule.matrix, {**args, 'x': before, 'out': 'images'})}")
     hom = ", homography=True" if rule.homography else ""
-    if labels.masks:
+    if labels.masks and rule.nearest is not None:
+        lines.append(f"masks = {_nearest_call(spec, args, rule.nearest)}")
+    elif labels.masks and not cuts_masks:
         m = _fill(FRAMES[rule.frame], {"m": f"m_{tag}", "before": before, "after": "images"})
         lines.append(f"masks = _warp_mask(masks, {m}, images{hom})")
     if moves is not None:

@@ -13,11 +13,13 @@ from nvidia.dali import fn, types
 from .label_helpers import _wh
 
 
-def _resized_crop(images, size, area, aspect, antialias, seed, source=None):
+def _resized_crop(images, size, area, aspect, antialias, seed, source=None, masks=None):
     """``fn.random_resized_crop`` with its window drawn in the open
     (``fn.random_crop_generator``) so labels can follow: the crop resized to ``size`` x
     ``size``, and the window (top, left, height, width: frame ``window``). ``source``:
-    the images' shape read on the host (None: from the images)."""
+    the images' shape read on the host (None: from the images). With ``masks``, also the
+    masks' same window resized with nearest neighbour (one operator, where a warp through
+    the window's pixel matrix took ten)."""
     anchor, shape = fn.random_crop_generator(
         images.shape() if source is None else source,
         random_area=area,
@@ -26,14 +28,26 @@ def _resized_crop(images, size, area, aspect, antialias, seed, source=None):
     )
     start = fn.cast(anchor, dtype=types.FLOAT)  # (y, x): the layout's order
     extent = fn.cast(shape, dtype=types.FLOAT)
+    end = start + extent
     out = fn.resize(  # the window resized in one step (no copy of the window)
         images,
         size=[size, size],
         roi_start=start,
-        roi_end=start + extent,
+        roi_end=end,
         antialias=antialias,
     )
-    return out, fn.cat(start, extent)
+    window = fn.cat(start, extent)
+    if masks is None:
+        return out, window
+    cut = fn.resize(
+        masks,
+        size=[size, size],
+        roi_start=start,
+        roi_end=end,
+        antialias=False,
+        interp_type=types.INTERP_NN,
+    )
+    return out, window, cut
 
 
 def _pixel_window(images, anchor, shape, source=None):

@@ -11,6 +11,8 @@ from ..opspec import Constraint, OpSpec
 from ..params import Param, fill, interp, unit_interval
 
 _SIZE = dict(bounds=(8, 4096), slider=(32, 512), step=1, unit="px")
+_NEAREST_FILL_0 = (("interp_type", "types.INTERP_NN"), ("fill_value", "0"))
+"""Masks through a warp's own call: nearest neighbour, category 0 (background) uncovered."""
 
 
 def ordered(low: str, high: str) -> Constraint:
@@ -44,7 +46,8 @@ OPS = [
         magnitude="angle",
         schema="Rotate",
         canvas=Rotated("angle", "keep_size"),
-        labels=Warp("fn.transforms.rotation(angle=-{angle})", frame="centres"),
+        labels=Warp("fn.transforms.rotation(angle=-{angle})", frame="centres",
+                    nearest=_NEAREST_FILL_0),
         signed=True,
         aliases=("RandomRotation", "Rotate", "SafeRotate"),
     ),
@@ -129,7 +132,7 @@ OPS = [
         magnitude="resize_shorter",
         schema="Resize",
         canvas=Shorter("resize_shorter"),
-        labels=Scale(),
+        labels=Scale(nearest=(("interp_type", "types.INTERP_NN"), ("antialias", "False"))),
         aliases=("Resize", "SmallestMaxSize", "rescale"),
     ),
     OpSpec(
@@ -154,7 +157,8 @@ OPS = [
         magnitude="crop_pos_x",
         schema="Crop",
         canvas=Fixed("crop_h", "crop_w", policy="out_of_bounds_policy"),
-        labels=Warp("_shift_matrix({x}, {out}, {crop_pos_x}, {crop_pos_y})"),
+        labels=Warp("_shift_matrix({x}, {out}, {crop_pos_x}, {crop_pos_y})",
+                    nearest=()),  # a window of whole pixels, padded with 0: the call as is
         aliases=("CenterCrop", "RandomCrop", "Crop", "PadIfNeeded"),
     ),
     OpSpec(
@@ -183,7 +187,7 @@ OPS = [
         # DALI draws the window inside the operator: with labels it is drawn in the open
         labels=Warp(call="_resized_crop({x}, {size}, [{area_min}, {area_max}], "
                          "[{aspect_min}, {aspect_max}], {antialias}, {seed}, "
-                         "source={source})",
+                         "source={source}, masks={masks})",
                     frame="window"),
         constraints=(
             ordered("area_min", "area_max"),

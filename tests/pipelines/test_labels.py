@@ -323,3 +323,47 @@ def test_the_training_tail_moves_labels_with_its_resize_centre_crop_and_mirror(e
         box = r.labels[s].labels.boxes[0]
         flipped.add(bool(box[0] + box[2] > 1.0))  # its centre right of the middle
     assert flipped == {True, False}  # the mirror coin went both ways, the boxes with it
+
+
+def _plain_dali(mask: np.ndarray, call) -> np.ndarray:
+    """``call(masks)`` in a plain DALI pipeline (no dali-gallery code) over one mask."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def plain():
+        return call(fn.external_source(name="m", layout="HWC"))
+
+    pipe = plain()
+    pipe.build()
+    pipe.feed_input("m", [mask])
+    return np.array(pipe.run()[0][0])
+
+
+def test_masks_through_an_entrys_own_call_are_dalis_call_with_nearest_neighbour(engine):
+    from nvidia.dali import fn, types
+
+    _, labels = scene()
+    cases = {  # each entry whose masks take its own call, and that call as DALI's docs write it
+        "rotate": ({"angle": 30.0, "keep_size": False}, lambda m: fn.rotate(
+            m, angle=30.0, keep_size=False, fill_value=0, interp_type=types.INTERP_NN)),
+        "crop": ({"crop_w": 120.0, "crop_h": 80.0, "crop_pos_x": 0.25, "crop_pos_y": 0.75},
+                 lambda m: fn.crop(m, crop_w=120.0, crop_h=80.0, crop_pos_x=0.25,
+                                   crop_pos_y=0.75, out_of_bounds_policy="pad")),
+        "resize": ({"resize_shorter": 150.0}, lambda m: fn.resize(
+            m, resize_shorter=150.0, antialias=False, interp_type=types.INTERP_NN)),
+    }
+    own = {n for n, s in CATALOG.items() if s.labels is not None
+           and s.labels.nearest_masks is not None}
+    assert own == set(cases)
+    for op, (params, call) in cases.items():
+        r = engine.render(Preset([step(op, **params)], seed=3))
+        assert np.array_equal(r.labels[0].labels.mask, _plain_dali(labels.mask, call)), op
+        check_follows(r)
+
+
+def test_warps_stated_about_centres_or_windows_move_masks_with_one_operator():
+    # the pixel matrix a mask's warp needs from those frames is ten small operators
+    for name, spec in CATALOG.items():
+        rule = spec.labels
+        if isinstance(rule, Warp) and rule.frame != "pixels":
+            assert rule.nearest is not None or "{masks}" in rule.call, name
