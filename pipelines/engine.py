@@ -41,6 +41,7 @@ from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
+from .mask_fit import fit_masks
 from .pipeline_cache import PipelineCache, load_or_build
 from .preset import Preset, Step, load
 from .preview_pipeline import ChainModules, build_pipeline, decode_mixed, fed_arrays
@@ -136,7 +137,9 @@ class PreviewEngine:
         Renders then move them with the pixels and return them (``Render.labels``)."""
         if labels is not None and len(labels) != len(self._arrays):
             raise ValueError(f"{len(labels)} label sets for {len(self._arrays)} images")
-        self._labels = list(labels) if labels is not None else None
+        # masks at their images' size: renders feed them as they are (pipelines.mask_fit)
+        self._labels = None if labels is None else fit_masks(self._arrays, labels,
+                                                              self.num_threads)
         self._batches.clear()
 
     @property

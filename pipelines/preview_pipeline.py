@@ -80,7 +80,7 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
             images, records = module.augment(images, seed, **source)
         else:
             images, moved, records, kept = module.augment(
-                images, seed, _label_inputs(fed, labels, device), **source)
+                images, seed, _label_inputs(labels, device), **source)
         if tail and labels is None:
             images = module.finish(images, seed)
         elif tail:  # the tail moves the labels too; its crop's kept fractions come last
@@ -102,11 +102,9 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         )
 
 
-def _label_inputs(fed: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]:
-    """The fed labels the graph carries (``labels.graph_names``); masks (given at the image
-    file's size) scaled to the fed image's size with nearest neighbour, on the images'
-    device. The size is read from the host's batch (``fed``), not from the images on the
-    GPU (a GPU-to-host step in the graph)."""
+def _label_inputs(labels: LabelSet, device: Device) -> tuple[Any, ...]:
+    """The fed labels the graph carries (``labels.graph_names``); masks, at their images'
+    size already (:mod:`.mask_fit`), on the images' device."""
     from nvidia.dali import fn, types
 
     out = []
@@ -117,12 +115,7 @@ def _label_inputs(fed: Any, labels: LabelSet, device: Device) -> tuple[Any, ...]
     if not labels.masks:
         return tuple(out)
     masks = fn.external_source(name="masks", dtype=types.UINT8, layout="HWC", no_copy=True)
-    if device == "gpu":
-        masks = masks.gpu()
-    shape = fed.shape(dtype=types.FLOAT)
-    masks = fn.resize(masks, size=fn.stack(shape[0], shape[1]), interp_type=types.INTERP_NN,
-                      antialias=False)
-    return (*out, masks)
+    return (*out, masks.gpu() if device == "gpu" else masks)
 
 
 def feed_values(preset: Preset, feeds: list[Feed], batch: int) -> dict[str, Any]:
