@@ -22,7 +22,8 @@ the same lines in the preview and in the exported module:
   ``nearest`` moves masks through the entry's own call instead of the matrix's warp, with
   the parameters it names replaced (nearest-neighbour interpolation, fill 0): one DALI
   operator that resamples them exactly as the images, where the warp needs the pixel matrix
-  made from the frame (a rotation's: ten small operators, ~1 ms of a GPU preview).
+  made from the frame (a rotation's: ten small operators; the detection preview with masks
+  took 5.8 ms instead of 4.7 on an H100).
 * :class:`BoxCrop`: a detection crop whose window is drawn from the boxes; the DALI operator
   that draws it also crops and drops the boxes (``bbox_prune_threshold``), the classes and
   keypoints ride along as its label columns: no Python step in the graph.
