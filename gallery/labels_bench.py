@@ -5,7 +5,7 @@ rotation, colour) renders 8 images of 256 x 256 with and without labels on the s
 render by render alternating, both pipelines built first; labels are 8 boxes per image with
 their keypoints and a category mask (what a COCO instances image has), and the same without
 the mask (a detection dataset). The figures to watch are the ratios of the medians: the label
-lines (mask warps; the matrices, shapes and flags the preview reads to move boxes after the
+lines (the masks' moves; the matrices, shapes and flags the preview reads to move boxes after the
 run) against the images alone. ``*_in_graph`` are the same labels moved inside the pipeline
 by the exported module's Python step (what the preview did before, and still does for a
 chain where a step reads boxes or moves them under a condition).

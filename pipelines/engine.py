@@ -44,7 +44,7 @@ from .labels import DEFAULT_MIN_KEPT
 from .mask_fit import fit_masks
 from .pipeline_cache import PipelineCache, load_or_build
 from .preset import Preset, Step, load
-from .preview_pipeline import ChainModules, build_pipeline, decode_mixed, fed_arrays
+from .preview_pipeline import LABEL_INPUTS, ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
@@ -138,8 +138,8 @@ class PreviewEngine:
         if labels is not None and len(labels) != len(self._arrays):
             raise ValueError(f"{len(labels)} label sets for {len(self._arrays)} images")
         # masks at their images' size: renders feed them as they are (pipelines.mask_fit)
-        self._labels = None if labels is None else fit_masks(self._arrays, labels,
-                                                              self.num_threads)
+        self._labels = None if labels is None else fit_masks(
+            [a.shape for a in self._arrays], labels, self.num_threads)
         self._batches.clear()
 
     @property
@@ -352,7 +352,8 @@ class PreviewEngine:
         if not self.cache.enabled or custom or (labels is not None and not labels.after_run):
             return None
         return self.cache.key(code, preset.seed, batch, self.device, tail and preset.output
-                              is not None, chain.conditionals, *([labels] if labels else []))
+                              is not None, chain.conditionals,
+                              *([labels, LABEL_INPUTS] if labels else []))
 
     def _pipeline(self, preset: Preset, batch: int, tail: bool,
                   labels: LabelSet | None = None,

@@ -158,8 +158,11 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
     rule = spec.labels
     if isinstance(rule, Keep) or (isinstance(rule, Scale) and not labels.masks):
         return [f"images = {call}"], False
-    if isinstance(rule, Scale):
+    if isinstance(rule, Scale) and rule.nearest is not None:
         return [f"images = {call}", f"masks = {_nearest_call(spec, args, rule.nearest)}"], False
+    if isinstance(rule, Scale):
+        return [f"before_{tag} = images", f"images = {call}",
+                f"masks = _warp_mask(masks, _scale_matrix(before_{tag}, images), images)"], False
     if isinstance(rule, Flip):
         h, v = _fill(rule.horizontal, args), _fill(rule.vertical, args)
         lines = [f"images = {call}"]

@@ -8,7 +8,8 @@ Labels in the graph: ``boxes`` float32 (N, 4) left, top, right, bottom relative 
 (input -> output), which the catalog's label rules state (:mod:`pipelines.labels`), computed
 by DALI's ``fn.transforms``; points move through them in one NumPy step per moving operator
 (:func:`_moved`; a run of them shares one, :mod:`pipelines.label_chain_helpers`), masks
-through DALI's warps with nearest neighbour. Each small DALI operator
+through the step's own call with nearest neighbour where its rule says so, else through
+DALI's warps with the pixel matrix (:func:`_warp_mask`). Each small DALI operator
 costs a render ~0.1 ms (its own task in DALI's executor), so the label lines use as few as
 they can: sizes go to the Python step as DALI gives them, and a rotation's centring is done
 there.

@@ -10,7 +10,8 @@ the same lines in the preview and in the exported module:
   (placeholders as in the entry's ``call``, plus ``{out}``: the images after the operator) of a
   2x3 forward map in pixel coordinates, input -> output (3x3 with ``homography``). Box corners
   and keypoints move through it, a box becomes the tight box of its moved corners, and masks
-  are warped with that matrix and nearest-neighbour interpolation. ``frame`` says how the
+  are warped with that matrix and nearest-neighbour interpolation (or take the entry's own
+  call: ``nearest``, below). ``frame`` says how the
   matrix is stated (each small DALI operator costs a preview ~0.1 ms, so a rule states it
   with as few as it can): ``pixels``, in pixel coordinates; ``centres``, about the image
   centres (the input's centre at the origin, the origin onto the output's centre), as a
@@ -60,7 +61,9 @@ FRAMES = {
 }
 """How a :class:`Warp` states its matrix, and the graph expression that makes the pixel
 matrix of it (``{m}``, ``{before}``, ``{after}``: the matrix and the images), which a
-mask's warp needs; the label step's Python handles every frame itself."""
+mask's warp needs where the rule does not move masks otherwise (``nearest``, a ``call`` that
+takes ``{masks}``: every catalog entry stated about centres or a window does); the label
+step's Python handles every frame itself."""
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,10 @@ class BoxCrop(LabelRule):
 class Scale(LabelRule):
     """The whole image scaled (a resize): boxes and keypoints, relative to the image, stay
     exactly where they are; masks are resized with nearest neighbour: the entry's own call
-    with ``nearest``'s (parameter, source) pairs replaced."""
+    with ``nearest``'s (parameter, source) pairs replaced, or (None) a warp through the
+    scale's matrix."""
 
-    nearest: Overrides
+    nearest: Overrides | None = None
 
     def describe(self) -> str:
         return "boxes and keypoints unchanged (relative coordinates); masks resized"

@@ -119,6 +119,12 @@ class OpSpec:
             )
         if self.magnitude is not None and self.magnitude not in names:
             raise ValueError(f"{self.name}: magnitude {self.magnitude!r} is not a parameter")
+        nearest = self.labels.nearest_masks if self.labels is not None else None
+        if nearest is not None and (self.seeded or self.custom or self.draws):
+            raise ValueError(f"{self.name}: masks cannot take the entry's own call (it draws "
+                             "its own numbers or runs Python: the masks would get others)")
+        if nearest is not None and not {k for k, _ in nearest} <= set(names):
+            raise ValueError(f"{self.name}: nearest names parameters the entry does not have")
 
     @property
     def seeded(self) -> bool:

@@ -102,6 +102,11 @@ def build_pipeline(module: ModuleType, seed: int, batch: int, device: Device, th
         )
 
 
+LABEL_INPUTS = "masks-fed-fitted"
+"""How :func:`_label_inputs` feeds labels (part of a labelled pipeline's cache key: graphs cached
+when the masks were resized in every render are not loaded for these)."""
+
+
 def _label_inputs(labels: LabelSet, device: Device) -> tuple[Any, ...]:
     """The fed labels the graph carries (``labels.graph_names``); masks, at their images'
     size already (:mod:`.mask_fit`), on the images' device."""

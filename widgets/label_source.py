@@ -38,8 +38,7 @@ from dali_gallery.pipelines.annotations import (
 )
 from dali_gallery.pipelines.image_files import readable
 from dali_gallery.pipelines.label_render import MASK_ID_MAX, SampleLabels
-
-from .label_overlay import scale_nearest
+from dali_gallery.pipelines.mask_fit import fit_masks
 
 __all__ = ["YOLO", "AnnotationError", "LabelSource", "MASK_ID_MAX", "from_path", "from_upload",
            "from_yolo"]
@@ -145,14 +144,13 @@ class LabelSource:
             mask = None
             if masked:
                 raw = self._masks.get(f)
-                mask = (np.zeros((h, w, 1), np.uint8) if raw is None
-                        else scale_nearest(raw[:, :, 0], h, w)[:, :, None])
+                mask = np.zeros((h, w, 1), np.uint8) if raw is None else raw
             try:
                 out.append(SampleLabels(entry.boxes, entry.classes, entry.keypoints, mask))
             except ValueError as e:  # too many boxes or keypoints for a preview
                 self._problem(f, f"{e}; this image is shown without labels")
                 out.append(_empty(masked, (h, w)))
-        return out
+        return fit_masks(shapes, out)  # DALI's nearest resize to the decoded size
 
     def close(self) -> None:
         """Remove the cleaned document written for DALI's mask reader."""

@@ -367,3 +367,15 @@ def test_warps_stated_about_centres_or_windows_move_masks_with_one_operator():
         rule = spec.labels
         if isinstance(rule, Warp) and rule.frame != "pixels":
             assert rule.nearest is not None or "{masks}" in rule.call, name
+
+
+def test_masks_cannot_take_the_own_call_of_an_entry_that_draws_or_runs_python():
+    from dataclasses import replace
+
+    rrc = CATALOG["random_resized_crop"]  # seeded: the masks would draw another window
+    with pytest.raises(ValueError, match="own call"):
+        replace(rrc, labels=Scale(nearest=(("antialias", "False"),)))
+    with pytest.raises(ValueError, match="does not have"):
+        replace(CATALOG["rotate"], labels=Warp("fn.transforms.rotation(angle=-{angle})",
+                                               frame="centres", nearest=(("sigma", "0"),)))
+    assert Scale().nearest is None  # a rule without it warps masks through the scale matrix

@@ -37,7 +37,7 @@ def test_a_mask_at_the_files_size_is_resized_to_its_image_once_and_fed_as_is():
     small = np.zeros((61, 97, 3), np.uint8)  # decoded smaller than the file (odd sizes)
     same = np.zeros((40, 50, 3), np.uint8)
     big, fits = _labels(183, 290), _labels(40, 50)
-    out = fit_masks([small, same], [big, fits])
+    out = fit_masks([small.shape, same.shape], [big, fits])
     assert np.array_equal(out[0].mask, _plain_resize(big.mask, 61, 97))
     assert out[1] is fits  # already its image's size: untouched
     assert np.array_equal(out[0].boxes, big.boxes)
@@ -54,6 +54,9 @@ def test_a_mask_at_the_files_size_is_resized_to_its_image_once_and_fed_as_is():
         e.close()
 
 
-def test_labels_without_masks_pass_through():
+def test_labels_without_masks_pass_through_and_an_empty_mask_marks_nothing():
     labels = [SampleLabels(np.zeros((0, 4)), np.zeros(0))]
-    assert fit_masks([np.zeros((8, 8, 3), np.uint8)], labels) == labels
+    assert fit_masks([(8, 8, 3)], labels) == labels
+    empty = SampleLabels(np.zeros((0, 4)), np.zeros(0), mask=np.zeros((0, 0, 1), np.uint8))
+    [out] = fit_masks([(6, 9)], [empty])
+    assert out.mask.shape == (6, 9, 1) and not out.mask.any()
