@@ -28,7 +28,7 @@ def fit_masks(shapes: Sequence[tuple[int, ...]], labels: Sequence[SampleLabels],
     todo = []
     for i, (shape, s) in enumerate(zip(shapes, labels, strict=True)):
         h, w = shape[:2]
-        if s.mask is None or s.mask.shape[:2] == (h, w):
+        if s is None or s.mask is None or s.mask.shape[:2] == (h, w):  # None: no labels
             continue
         if s.mask.size == 0:
             out[i] = replace(s, mask=np.zeros((h, w, 1), np.uint8))
