@@ -65,19 +65,26 @@ def _timed_ms(engine: PreviewEngine, preset: Any, labels: list[SampleLabels] | N
     return ms
 
 
-def _plain_ms(pipe: Any, images: list[np.ndarray], labels: list[SampleLabels], boxes: bool,
-              masks: bool, device: str) -> float:
+def _plain_feeds(images: list[np.ndarray], labels: list[SampleLabels], boxes: bool,
+                 masks: bool) -> dict[str, list[np.ndarray]]:
+    """What :func:`bench_reference.labelled_pipeline` is fed, made once (as the preview makes
+    its batches once per image set): the images, their shapes, and the labels it moves."""
+    feeds = {"images": images, "shape": [np.array(a.shape, np.int64) for a in images]}
+    if boxes:
+        feeds["wh"] = [np.array(a.shape[1::-1], np.int32) for a in images]
+        corners = [s.boxes[:, [0, 1, 2, 1, 0, 3, 2, 3]].reshape(-1, 2) for s in labels]
+        feeds["points"] = [np.concatenate([c, s.keypoints[..., :2].reshape(-1, 2)])
+                           for c, s in zip(corners, labels, strict=True)]
+    if masks:
+        feeds["masks"] = [s.mask for s in labels]
+    return feeds
+
+
+def _plain_ms(pipe: Any, feeds: dict[str, list[np.ndarray]]) -> float:
     """One render of :func:`bench_reference.labelled_pipeline`: feed, run, outputs on the host."""
     t = time.perf_counter()
-    pipe.feed_input("images", images)
-    pipe.feed_input("shape", [np.array(a.shape, np.int64) for a in images])
-    if boxes:
-        pipe.feed_input("wh", [np.array(a.shape[1::-1], np.int32) for a in images])
-        corners = [s.boxes[:, [0, 1, 2, 1, 0, 3, 2, 3]].reshape(-1, 2) for s in labels]
-        pipe.feed_input("points", [np.concatenate([c, s.keypoints[..., :2].reshape(-1, 2)])
-                                   for c, s in zip(corners, labels, strict=True)])
-    if masks:
-        pipe.feed_input("masks", [s.mask for s in labels])
+    for name, samples in feeds.items():
+        pipe.feed_input(name, samples)
     for out in pipe.run():
         to_host(out, "gpu" if isinstance(out, TensorListGPU) else "cpu")
     return (time.perf_counter() - t) * 1000
@@ -93,7 +100,8 @@ def bench_labels(device: str, quick: bool) -> dict[str, Any]:
         engine = PreviewEngine(dev, cache=PipelineCache(None))
         in_graph = PreviewEngine(dev, cache=PipelineCache(None))
         in_graph.labels_after_run = False
-        plain = {k: (labelled_pipeline(len(images), dev, engine.num_threads, *flags), flags)
+        plain = {k: (labelled_pipeline(len(images), dev, engine.num_threads, *flags),
+                     _plain_feeds(images, labels, *flags))
                  for k, flags in {"without": (False, False), "boxes": (True, False),
                                   "masks": (True, True)}.items()}
         boxes_only = [replace(x, mask=None) for x in labels]
@@ -106,13 +114,13 @@ def bench_labels(device: str, quick: bool) -> dict[str, Any]:
             in_graph.set_arrays(images)
             for eng, lab in variants.values():  # build every pipeline first
                 _timed_ms(eng, preset, lab)
-            for pipe, flags in plain.values():
-                _plain_ms(pipe, images, labels, *flags, dev)
+            for pipe, feeds in plain.values():
+                _plain_ms(pipe, feeds)
             for _ in range(runs):  # render by render, alternating: the same machine load
                 for k, (eng, lab) in variants.items():
                     times[k].append(_timed_ms(eng, preset, lab))
-                for k, (pipe, flags) in plain.items():
-                    times["plain_" + k].append(_plain_ms(pipe, images, labels, *flags, dev))
+                for k, (pipe, feeds) in plain.items():
+                    times["plain_" + k].append(_plain_ms(pipe, feeds))
         finally:
             engine.close()
             in_graph.close()

@@ -33,12 +33,12 @@ def test_the_plain_dali_floor_moves_every_point_and_mask_with_the_images():
 
     from dali_gallery.gallery.bench_inputs import bench_images
     from dali_gallery.gallery.bench_reference import labelled_pipeline
-    from dali_gallery.gallery.labels_bench import _plain_ms, synthetic_labels
+    from dali_gallery.gallery.labels_bench import _plain_feeds, _plain_ms, synthetic_labels
 
     images = bench_images(96, 2)
     labels = synthetic_labels(images)
     pipe = labelled_pipeline(2, "cpu", 1, True, True)
-    assert _plain_ms(pipe, images, labels, True, True, "cpu") > 0
+    assert _plain_ms(pipe, _plain_feeds(images, labels, True, True)) > 0
     pipe.feed_input("images", images)
     pipe.feed_input("shape", [np.array(a.shape, np.int64) for a in images])
     pipe.feed_input("wh", [np.array(a.shape[1::-1], np.int32) for a in images])
