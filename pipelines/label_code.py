@@ -140,7 +140,8 @@ def hoisted(spec: OpSpec, args: dict[str, str], tag: str, masks: bool = False) -
 
 
 def _nearest_call(spec: OpSpec, args: Mapping[str, str], overrides: Overrides) -> str:
-    """The entry's own call on the masks with ``overrides`` (nearest neighbour, fill 0)."""
+    """The entry's own call on the masks with ``overrides`` (nearest neighbour, fill 0; none
+    for a call that resamples nothing)."""
     return spec.call_source({**args, "x": "masks", **dict(overrides)})
 
 
@@ -167,7 +168,7 @@ def step_label_lines(spec: OpSpec, call: str, args: dict[str, str], tag: str,
         h, v = _fill(rule.horizontal, args), _fill(rule.vertical, args)
         lines = [f"images = {call}"]
         if labels.masks:
-            lines.append(f"masks = {spec.call_source({**args, 'x': 'masks'})}")
+            lines.append(f"masks = {_nearest_call(spec, args, ())}")  # a mirror resamples nothing
         if moves is not None:
             moves.append(Move(tag, "mirror", h, v))
         else:
