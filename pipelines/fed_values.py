@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .dali_record import note_run
+
 DTYPES = {"FLOAT": np.float32, "INT32": np.int32}
 PREFIX = "fed_"
 """Input names: ``fed_<value name>`` (no value can take the images' or the labels' name)."""
@@ -83,6 +85,7 @@ def feed(pipe: Any, inputs: Mapping[str, Any]) -> None:
     through ``feed_input``."""
     from nvidia.dali.tensors import TensorListCPU
 
+    note_run(pipe, inputs)
     for name, data in inputs.items():
         if isinstance(data, TensorListCPU):
             pipe._pipe.SetExternalTLInput(name, data, 0, False)  # host data: no CUDA stream

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .dali_record import note_pipeline
 from .origin_trace import LAYOUT
 
 CACHE_ENV = "DALI_GALLERY_CACHE"
@@ -176,6 +177,7 @@ def load_built(cache: PipelineCache, key: str, device: str,
                      str(e).splitlines()[0] if str(e) else type(e).__name__)
         cache.discard(key)
         return None
+    note_pipeline(pipe, lambda: blob, 0 if device == "gpu" else None, num_threads)
     return pipe, checkpoint
 
 
@@ -189,6 +191,7 @@ def load_or_build(cache: PipelineCache, key: str | None, device: str, num_thread
             return (*loaded, True)
     pipe = make()
     pipe.build()
+    note_pipeline(pipe, pipe.serialize, 0 if device == "gpu" else None, num_threads)
     checkpoint = pipe.checkpoint() if checkpoints else None
     if key is not None:
         cache.store(key, pipe.serialize(), checkpoint is not None)

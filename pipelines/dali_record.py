@@ -1,0 +1,161 @@
+"""What the preview asks of DALI, recorded, and the same work done again in plain DALI.
+
+``dali-gallery bench --only gallery`` reports the gallery against plain DALI doing the same
+DALI work (a floor, as the labels bench has one): every pipeline the gallery used, in the form
+DALI serializes it, deserialized and built again with ``Pipeline.deserialize``, fed the same
+inputs through ``feed_input``, run as often, and each output copied to the host. No plans,
+budgets, checkpoints, strips or widgets: what is left between the two is ours.
+
+While :func:`recording` is active, :mod:`.pipeline_cache` notes each pipeline it loads or
+builds and :func:`.fed_values.feed` each run (one ``feed`` per run). Off (the default) each
+call reads one global. A pipeline DALI cannot serialize (one with a Python operator) is counted
+but not replayed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DaliWork", "Outputs", "Recorded", "note_pipeline", "note_run", "recording", "replay"]
+
+
+@dataclass
+class Recorded:
+    """One pipeline as the preview used it: DALI's serialized graph and each run's inputs."""
+
+    blob: bytes
+    device_id: int | None
+    num_threads: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class DaliWork:
+    """The pipelines noted while recording, in the order they were first used."""
+
+    def __init__(self) -> None:
+        self.pipelines: list[Recorded] = []
+        self.not_serializable = 0  # pipelines with a Python operator: not replayed
+        self.runs_not_replayed = 0  # theirs, and those of pipelines made before recording
+        self._live: dict[int, Recorded | None] = {}  # id(pipe) while it lives (None: theirs)
+        self._refs: list[weakref.ref[Any]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def runs(self) -> int:
+        return sum(len(p.runs) for p in self.pipelines)
+
+    def pipeline(self, pipe: Any, blob: Callable[[], bytes], device_id: int | None,
+                 num_threads: int) -> None:
+        entry: Recorded | None
+        try:
+            entry = Recorded(blob(), device_id, num_threads)
+        except RuntimeError:  # DALI cannot serialize a graph with a Python operator
+            entry = None
+        key = id(pipe)
+        with self._lock:
+            if entry is None:
+                self.not_serializable += 1
+            else:
+                self.pipelines.append(entry)
+            self._live[key] = entry
+            # a later pipeline may reuse the address once this one is gone
+            self._refs.append(weakref.ref(pipe, lambda _: self._forget(key, entry)))
+
+    def ran(self, pipe: Any, inputs: Mapping[str, Any]) -> None:
+        with self._lock:
+            entry = self._live.get(id(pipe))
+            if entry is None:
+                self.runs_not_replayed += 1
+            else:
+                entry.runs.append(dict(inputs))
+
+    def _forget(self, key: int, entry: Recorded | None) -> None:
+        with self._lock:
+            if self._live.get(key) is entry:
+                del self._live[key]
+
+
+_ACTIVE: DaliWork | None = None
+_ACTIVE_LOCK = threading.Lock()
+
+
+@contextmanager
+def recording() -> Iterator[DaliWork]:
+    """Note every preview pipeline and run in this process (all threads) inside the block."""
+    global _ACTIVE
+    with _ACTIVE_LOCK:
+        if _ACTIVE is not None:
+            raise RuntimeError("DALI work is already being recorded in this process")
+        _ACTIVE = work = DaliWork()
+    try:
+        yield work
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE = None
+
+
+def note_pipeline(pipe: Any, blob: Callable[[], bytes], device_id: int | None,
+                  num_threads: int) -> None:
+    """A preview pipeline was loaded or built (``blob`` gives its serialized graph)."""
+    work = _ACTIVE
+    if work is not None:
+        work.pipeline(pipe, blob, device_id, num_threads)
+
+
+def note_run(pipe: Any, inputs: Mapping[str, Any]) -> None:
+    """``pipe`` is fed ``inputs`` and run once."""
+    work = _ACTIVE
+    if work is not None:
+        work.ran(pipe, inputs)
+
+
+def _to_host(outputs: Any) -> list[Any]:
+    """Every output on the host, owned (DALI reuses its buffers on the next run)."""
+    import numpy as np
+    from nvidia.dali.tensors import TensorListGPU
+
+    host = []
+    for out in outputs:
+        if isinstance(out, TensorListGPU):
+            host.append(out.as_cpu())  # a copy of its own
+        else:
+            host.append([np.array(out[i]) for i in range(len(out))])
+    return host
+
+
+Outputs = Callable[[int, int, list[Any]], None]
+"""``(pipeline, run, host outputs)``: what a replay's run gave (tests compare it)."""
+
+
+def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
+    """Seconds plain DALI takes to do ``work``: each pipeline deserialized and built, then fed
+    and run as often as the preview ran it, its outputs copied to the host (and handed to
+    ``outputs``, outside the time)."""
+    from nvidia.dali import Pipeline
+
+    pipes = []
+    aside = 0.0
+    t0 = time.perf_counter()
+    for k, entry in enumerate(work.pipelines):
+        pipe = Pipeline.deserialize(serialized_pipeline=entry.blob, device_id=entry.device_id,
+                                    num_threads=entry.num_threads, prefetch_queue_depth=1,
+                                    exec_dynamic=True)
+        pipe.build()
+        for j, inputs in enumerate(entry.runs):
+            for name, data in inputs.items():
+                pipe.feed_input(name, data)
+            host = _to_host(pipe.run())
+            if outputs is not None:
+                t = time.perf_counter()
+                outputs(k, j, host)
+                aside += time.perf_counter() - t
+        pipes.append(pipe)
+    seconds = time.perf_counter() - t0 - aside
+    del pipes
+    return seconds

@@ -1,0 +1,98 @@
+"""The benches' plain-DALI floor: what the preview asked of DALI is recorded while (and only
+while) recording is on, and replaying it in plain DALI gives the preview's own pixels (the
+first run of a random chain; every run of one without randomness: the preview restores its
+first draw's RNG state before each run, plain DALI draws on)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dali_gallery.pipelines import dali_record
+from dali_gallery.pipelines.dali_record import recording, replay
+from dali_gallery.pipelines.pipeline_cache import PipelineCache
+from dali_gallery.pipelines.preset import load
+from tests.support import cpu_engine, preset_dict, sample_arrays
+
+CHAIN = [
+    {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+    {"op": "hsv", "params": {"saturation": 1.4}},
+    {"op": "noise.gaussian", "params": {"stddev": 12.0}},
+]
+FIXED = [
+    {"op": "rotate", "params": {"angle": 20.0}},
+    {"op": "hsv", "params": {"saturation": 1.4}},
+    {"op": "brightness_contrast", "params": {"brightness": 1.2}},
+]
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return sample_arrays(3)
+
+
+@pytest.mark.parametrize("chain", [CHAIN, FIXED], ids=["random", "fixed"])
+@pytest.mark.parametrize("cached", [False, True], ids=["traced", "loaded from the cache"])
+def test_replay_in_plain_dali_gives_the_previews_pixels(arrays, tmp_path, cached, chain):
+    cache = PipelineCache(tmp_path)
+    preset = load(preset_dict(chain, seed=5))
+    if cached:
+        warm = cpu_engine(arrays, cache)
+        warm.render(preset, draws=2)
+        warm.close()
+    eng = cpu_engine(arrays, cache)
+    with recording() as work:
+        first = eng.render(preset, draws=2)
+        changed = eng.render(load(preset_dict([*chain[:2], {
+            "op": "brightness_contrast", "params": {"brightness": 0.7}}] if chain is FIXED else
+            [*chain[:2], {"op": "noise.gaussian", "params": {"stddev": 30.0}}], seed=5)),
+            draws=2)
+    assert eng.cache_hits == int(cached)
+    assert (len(work.pipelines), work.runs) == (1, 2)  # a value change runs the same graph
+    got: dict[int, list[np.ndarray]] = {}
+    seconds = replay(work, lambda k, j, host: got.__setitem__(j, host[0]))
+    assert seconds > 0
+    renders = (first, changed) if chain is FIXED else (first,)
+    for j, render in enumerate(renders):
+        assert len(got[j]) == len(render.images) == 2 * len(arrays)
+        for mine, plain in zip(render.images, got[j], strict=True):
+            np.testing.assert_array_equal(mine, plain)
+    assert not np.array_equal(got[0][0], got[1][0])  # the changed value reached DALI
+    eng.close()
+
+
+def test_nothing_is_recorded_outside_the_block(arrays, tmp_path):
+    eng = cpu_engine(arrays, PipelineCache(tmp_path))
+    preset = load(preset_dict(CHAIN))
+    eng.render(preset)
+    with recording() as work:
+        pass
+    eng.render(preset)
+    assert work.pipelines == [] and work.runs == 0
+    assert dali_record._ACTIVE is None
+    eng.close()
+
+
+def test_a_run_of_a_pipeline_made_before_recording_is_counted_not_replayed(arrays, tmp_path):
+    eng = cpu_engine(arrays, PipelineCache(tmp_path))
+    preset = load(preset_dict(CHAIN))
+    eng.render(preset)
+    with recording() as work:
+        eng.render(preset)
+    assert (work.pipelines, work.runs, work.runs_not_replayed) == ([], 0, 1)
+    eng.close()
+
+
+def test_python_operators_are_counted_not_replayed(arrays, tmp_path):
+    eng = cpu_engine(arrays, PipelineCache(tmp_path))
+    with recording() as work:
+        eng.render(load(preset_dict([{"op": "custom.vignette", "params": {"strength": 0.8}}])))
+    assert (work.not_serializable, work.runs_not_replayed, work.pipelines) == (1, 1, [])
+    eng.close()
+
+
+def test_one_recording_at_a_time():
+    with recording(), pytest.raises(RuntimeError, match="already being recorded"):
+        with recording():
+            pass
+    assert dali_record._ACTIVE is None
