@@ -28,7 +28,6 @@ from .sweep import (
     column_presets,
     plan_row,
     render_row,
-    validate_plan,
 )
 
 MAX_BRANCHES = 64
@@ -87,12 +86,12 @@ class RowRenderer:
         plan = plan_row(spec, self.steps)
         if plan.mode == "draws":  # several draws of one preset: not one render per column
             return None
-        try:
-            validate_plan(plan, self.catalog)
+        try:  # validated once, by the engine's memo, as its render finds it
             presets = column_presets(plan, self.seed, self.catalog)
+            fusible = all(map(self.engine.fusible, presets))
         except PresetError:  # rendered alone, which reports it
             return None
-        return (plan, presets) if all(map(self.engine.fusible, presets)) else None
+        return (plan, presets) if fusible else None
 
     def _chunk(self, first: str) -> list[tuple[RowPlan, list[Preset]]]:
         """``first``'s row and the fusible rows right after it in the same category."""

@@ -40,6 +40,8 @@ GAP_PX = 4
 COLUMN_GAP_PX = 4
 """CSS pixels between two columns (the images' 2 px side margins in the view's CSS)."""
 JPEG_QUALITY = 85
+BACKGROUND = 40
+"""Grey of a cell's letterbox and of the gaps between images."""
 
 CSS = """<style>
 .dg-gallery-rows { gap: 10px; }
@@ -85,14 +87,17 @@ def strip_sheet(tiles: Sequence[np.ndarray], cell: tuple[int, int]) -> np.ndarra
     ratio."""
     h, w = cell
     n = len(tiles)
-    sheet = np.full((n * h + (n - 1) * GAP_PX, w, 3), 40, dtype=np.uint8)
+    sheet = np.empty((n * h + (n - 1) * GAP_PX, w, 3), dtype=np.uint8)
     for i, tile in enumerate(tiles):
         a = to_display(tile)
         th, tw = min(a.shape[0], h), min(a.shape[1], w)
-        y = i * (h + GAP_PX) + (h - th) // 2
-        x = (w - tw) // 2
+        top = i * (h + GAP_PX)
+        y, x = top + (h - th) // 2, (w - tw) // 2
         sheet[y:y + th, x:x + tw] = a[:th, :tw]
-    return sheet
+        # only what no tile covers is painted (a full-sheet fill cost as much as the copies)
+        sheet[top:y], sheet[y + th:top + h + GAP_PX] = BACKGROUND, BACKGROUND
+        sheet[y:y + th, :x], sheet[y:y + th, x + tw:] = BACKGROUND, BACKGROUND
+    return sheet[:n * h + (n - 1) * GAP_PX]
 
 
 def strip_jpeg(tiles: Sequence[np.ndarray], cell: tuple[int, int], width: int) -> bytes:

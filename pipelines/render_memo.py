@@ -23,7 +23,7 @@ from .preset import Preset, load
 from .preset_validate import document_of
 
 T = TypeVar("T")
-MAX_ENTRIES = 64
+MAX_ENTRIES = 256
 """Remembered results per engine (a drag touches one; the gallery's rows touch dozens)."""
 
 
