@@ -10,8 +10,11 @@ import pytest
 
 from dali_gallery.pipelines import dali_record
 from dali_gallery.pipelines.dali_record import recording, replay
+from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.fused_render import FusedRenders
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
+from tests.pipelines.test_fused_render import gallery_columns
 from tests.support import cpu_engine, preset_dict, sample_arrays
 
 CHAIN = [
@@ -61,6 +64,34 @@ def test_replay_in_plain_dali_gives_the_previews_pixels(arrays, tmp_path, cached
     eng.close()
 
 
+def assert_fused_replay(device: str, folder, columns: int = 12) -> None:
+    """The gallery's first ``columns`` fusible columns in one fused render, replayed: each
+    member's images are its outputs' first, then one output per record."""
+    eng = PreviewEngine(device, num_threads=2, cache=PipelineCache(folder))
+    eng.set_arrays(sample_arrays(2, max_side=160))
+    presets = [p for p in gallery_columns(device) if eng.fusible(p)][:columns]
+    with recording() as work:
+        fused = eng.render_fused(presets)
+    assert (len(work.pipelines), work.runs) == (1, 1)
+    got: list[list] = []
+    replay(work, lambda k, j, host: got.append(host))
+    at = 0
+    for preset, render in zip(presets, fused, strict=True):
+        images = [np.array(x) for x in got[0][at]]
+        assert len(images) == len(render.images)
+        for mine, plain in zip(render.images, images, strict=True):
+            np.testing.assert_array_equal(mine, plain)
+        member = FusedRenders.member(eng, preset)
+        assert member is not None
+        at += 1 + len(member.chain.records)
+    assert at == len(got[0])
+    eng.close()
+
+
+def test_the_fused_gallery_columns_replayed_give_the_previews_pixels(tmp_path):
+    assert_fused_replay("cpu", tmp_path)
+
+
 def test_nothing_is_recorded_outside_the_block(arrays, tmp_path):
     eng = cpu_engine(arrays, PipelineCache(tmp_path))
     preset = load(preset_dict(CHAIN))
@@ -92,7 +123,8 @@ def test_python_operators_are_counted_not_replayed(arrays, tmp_path):
 
 
 def test_one_recording_at_a_time():
-    with recording(), pytest.raises(RuntimeError, match="already being recorded"):
-        with recording():
-            pass
+    with recording():
+        second = recording()
+        with pytest.raises(RuntimeError, match="already being recorded"):
+            second.__enter__()
     assert dali_record._ACTIVE is None
