@@ -5,7 +5,8 @@ magnitudes x 4 images of 256x256, DALI rows plus the JPEG strips and widgets), f
 the images are set: cold (no cached pipelines) and warm (pipelines loaded from the cache). The
 warm gallery is measured beside its floor, plain DALI doing the same DALI work
 (:func:`pipelines.dali_record.replay`: the same pipelines deserialized, built, fed and run, the
-outputs copied to the host), alternating: ``plain_dali_s`` and ``over_plain_dali``.
+outputs copied to the host), alternating: ``plain_dali_s`` and ``over_plain_dali``; and (not
+``--quick``) as a new kernel meets it, both in fresh processes (:mod:`.fresh_bench`).
 ``measure_slider_latency`` (not a bench section: it needs Chromium and Playwright) measures
 slider input -> changed preview ``<img>`` in a real browser; the browser tests call it and so
 can any script.
@@ -17,6 +18,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dali_gallery.pipelines.dali_record import recording, replay
@@ -25,6 +27,7 @@ from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.timing import p95
 
 from .bench_inputs import bench_images
+from .fresh_bench import new_kernel
 
 GALLERY_TARGET_S = {"cpu": {"cold": 15.0, "warm": 15.0}, "gpu": {"cold": 3.0, "warm": 1.0}}
 """Full-gallery targets, cold and warm: the 2-core CPU machine, and an H100/H200."""
@@ -79,6 +82,9 @@ def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
         for _ in range(0 if quick else 2):
             walls.append(_render_gallery(device, images, cache).get("total_s", float("inf")))
             plain.append(replay(work))
+        if not quick:  # a new kernel's page: fresh processes on this cache
+            work.save(Path(folder) / "work.npz")
+            warm["new_kernel"] = new_kernel(device, folder, Path(folder) / "work.npz")
     warm["walls_s"] = walls
     warm["plain_dali_s"] = [round(s, 3) for s in plain]
     warm["over_plain_dali"] = round(statistics.median(walls) / statistics.median(plain), 2)

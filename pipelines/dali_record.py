@@ -6,6 +6,9 @@ DALI serializes it, deserialized and built again with ``Pipeline.deserialize``, 
 inputs through ``feed_input``, run as often, and each output copied to the host. No plans,
 budgets, checkpoints, strips or widgets: what is left between the two is ours.
 
+:meth:`DaliWork.save` and :meth:`DaliWork.load` carry the work to a fresh process (the bench's
+"new kernel" figures: :mod:`gallery.fresh_bench`), as a NumPy archive (no pickle).
+
 While :func:`recording` is active, :mod:`.pipeline_cache` notes each pipeline it loads or
 builds and :func:`.fed_values.feed` each run (one ``feed`` per run). Off (the default) each
 call reads one global. A pipeline DALI cannot serialize (one with a Python operator) is counted
@@ -20,6 +23,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["DaliWork", "Outputs", "Recorded", "note_pipeline", "note_run", "recording", "replay"]
@@ -74,6 +78,44 @@ class DaliWork:
                 self.runs_not_replayed += 1
             else:
                 entry.runs.append(dict(inputs))
+
+    def save(self, path: str | Path) -> None:
+        """The replayable work as ``.npz``: each graph's bytes and each run's fed samples."""
+        import numpy as np
+
+        arrays: dict[str, Any] = {}
+        for k, entry in enumerate(self.pipelines):
+            arrays[f"p{k}"] = np.frombuffer(entry.blob, dtype=np.uint8)
+            arrays[f"p{k}_setup"] = np.array([-1 if entry.device_id is None else entry.device_id,
+                                              entry.num_threads, len(entry.runs)])
+            for j, inputs in enumerate(entry.runs):
+                for name, data in inputs.items():
+                    samples = [np.array(data[i]) for i in range(len(data))]
+                    for i, sample in enumerate(samples):
+                        arrays[f"p{k}_r{j}_{len(samples)}_{i}_{name}"] = sample
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DaliWork:
+        """What :meth:`save` wrote (fed values as lists of per-sample arrays)."""
+        import numpy as np
+
+        work = cls()
+        with np.load(path, allow_pickle=False) as archive:
+            names = set(archive.files)
+            k = 0
+            while f"p{k}" in names:
+                device_id, threads, runs = (int(v) for v in archive[f"p{k}_setup"])
+                entry = Recorded(archive[f"p{k}"].tobytes(), None if device_id < 0 else device_id,
+                                 threads, [{} for _ in range(runs)])
+                prefix = f"p{k}_r"
+                for key in sorted(n for n in names if n.startswith(prefix)):
+                    j, count, i, name = key[len(prefix):].split("_", 3)
+                    fed = entry.runs[int(j)].setdefault(name, [None] * int(count))
+                    fed[int(i)] = archive[key]
+                work.pipelines.append(entry)
+                k += 1
+        return work
 
     def _forget(self, key: int, entry: Recorded | None) -> None:
         with self._lock:

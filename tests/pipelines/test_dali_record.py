@@ -92,6 +92,29 @@ def test_the_fused_gallery_columns_replayed_give_the_previews_pixels(tmp_path):
     assert_fused_replay("cpu", tmp_path)
 
 
+def test_saved_work_loads_and_replays_as_recorded(arrays, tmp_path):
+    eng = cpu_engine(arrays, PipelineCache(tmp_path / "cache"))
+    preset = load(preset_dict(FIXED, seed=2))
+    with recording() as work:
+        render = eng.render(preset, draws=2)
+        eng.render(load(preset_dict(CHAIN, seed=2)))
+    work.save(tmp_path / "work.npz")
+    again = dali_record.DaliWork.load(tmp_path / "work.npz")
+    assert [p.blob for p in again.pipelines] == [p.blob for p in work.pipelines]
+    assert [(p.device_id, p.num_threads, len(p.runs)) for p in again.pipelines] == \
+        [(p.device_id, p.num_threads, len(p.runs)) for p in work.pipelines]
+    for mine, theirs in zip(work.pipelines[0].runs[0].items(),
+                            again.pipelines[0].runs[0].items(), strict=True):
+        assert mine[0] == theirs[0]
+        for i, sample in enumerate(theirs[1]):
+            np.testing.assert_array_equal(np.array(mine[1][i]), sample)
+    got: dict[int, list] = {}
+    replay(again, lambda k, j, host: got.setdefault(k, host[0]))
+    for mine, plain in zip(render.images, got[0], strict=True):
+        np.testing.assert_array_equal(mine, plain)
+    eng.close()
+
+
 def test_nothing_is_recorded_outside_the_block(arrays, tmp_path):
     eng = cpu_engine(arrays, PipelineCache(tmp_path))
     preset = load(preset_dict(CHAIN))
