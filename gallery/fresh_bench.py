@@ -55,11 +55,11 @@ def _gallery(device: str, folder: str) -> dict[str, Any]:
     from dali_gallery.pipelines.pipeline_cache import PipelineCache
 
     from .bench_inputs import bench_images
-    from .gallery_bench import _render_gallery
+    from .gallery_run import render_gallery
 
     images = bench_images(256, 4)
     imports = time.perf_counter() - _START
-    result = _render_gallery(device, images, PipelineCache(folder))
+    result = render_gallery(device, images, PipelineCache(folder))
     if "error" in result:
         raise RuntimeError(result["error"])
     return {"imports_s": round(imports, 2), "gallery_s": result["total_s"],

@@ -16,56 +16,20 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dali_gallery.pipelines.dali_record import recording, replay
-from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.timing import p95
 
 from .bench_inputs import bench_images
 from .fresh_bench import new_kernel
+from .gallery_run import render_gallery
 
 GALLERY_TARGET_S = {"cpu": {"cold": 15.0, "warm": 15.0}, "gpu": {"cold": 3.0, "warm": 1.0}}
 """Full-gallery targets, cold and warm: the 2-core CPU machine, and an H100/H200."""
-
-
-def _render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str, Any]:
-    """One full gallery render in a new view (new engine, as in a new kernel)."""
-    from .view import GalleryView
-
-    engine = PreviewEngine(device, cache=cache)
-    view = GalleryView(device=device, size=256, max_images=4, engine=engine)
-    t0 = time.perf_counter()
-    view.set_arrays(images)
-    if not view.wait_idle(600):
-        view.close()
-        return {"error": "the gallery did not finish within 600 s"}
-    wall = time.perf_counter() - t0
-    results = dict(view.results)
-    stats = dict(view.stats)
-    hits, builds = engine.cache_hits, engine.builds
-    view.close()
-    rendered = {op: r for op, r in results.items() if r.ok}
-    row_ms = [r.ms for r in rendered.values()]
-    slowest = sorted(rendered.values(), key=lambda r: r.ms, reverse=True)[:3]
-    return {
-        "operators_rendered": len(rendered),
-        "tiles": sum(len(col) for r in rendered.values() for col in r.tiles),
-        "unavailable_here": sorted(op for op, r in results.items() if r.unavailable),
-        "failed": sorted(op for op, r in results.items() if r.error),
-        "first_row_s": stats.get("first_row_s"),
-        "total_s": round(wall, 2),
-        "dali_rows_s": round(sum(row_ms) / 1000, 2),
-        "pipelines_built": builds,
-        "pipelines_from_cache": hits,
-        "row_median_ms": round(statistics.median(row_ms), 1) if row_ms else None,
-        "row_p95_ms": round(p95(row_ms), 1) if row_ms else None,
-        "slowest_rows_ms": {r.op: round(r.ms, 1) for r in slowest},
-    }
 
 
 def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
@@ -75,12 +39,12 @@ def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
     images = bench_images(256, 4)
     with tempfile.TemporaryDirectory(prefix="dali-gallery-bench-cache-") as folder:
         cache = PipelineCache(folder)
-        cold = _render_gallery(device, images, cache)
+        cold = render_gallery(device, images, cache)
         with recording() as work:
-            warm = _render_gallery(device, images, cache)
+            warm = render_gallery(device, images, cache)
         walls, plain = [warm.get("total_s", float("inf"))], [replay(work)]
         for _ in range(0 if quick else 2):
-            walls.append(_render_gallery(device, images, cache).get("total_s", float("inf")))
+            walls.append(render_gallery(device, images, cache).get("total_s", float("inf")))
             plain.append(replay(work))
         if not quick:  # a new kernel's page: fresh processes on this cache
             work.save(Path(folder) / "work.npz")
