@@ -28,14 +28,20 @@ TIMEOUT_S = 300
 def _child(*args: str) -> dict[str, Any]:
     """Run this module in a fresh interpreter; its last stdout line is its JSON report."""
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dali_gallery.gallery.fresh_bench", *args],
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    try:
+        done = subprocess.run([sys.executable, "-m", "dali_gallery.gallery.fresh_bench", *args],
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{args[0]} child did not finish within {TIMEOUT_S} s"}
     wall = time.perf_counter() - t0
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"{args[0]} child exited {done.returncode}: {tail}"}
-    report = json.loads(lines[-1])
+    try:
+        report = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {"error": f"{args[0]} child's last line is not its report: {lines[-1][:200]}"}
     report["process_s"] = round(wall, 2)  # interpreter start and exit included
     return report
 
@@ -56,6 +62,7 @@ def _gallery(device: str, folder: str) -> dict[str, Any]:
 
     from .bench_inputs import bench_images
     from .gallery_run import render_gallery
+    from .view import GalleryView  # noqa: F401  (imported here: timed with the imports)
 
     images = bench_images(256, 4)
     imports = time.perf_counter() - _START

@@ -55,7 +55,8 @@ def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
     warm["plain_dali_work"] = {"pipelines": len(work.pipelines), "runs": work.runs,
                                "not_replayed": {"pipelines_with_python_operators":
                                                 work.not_serializable,
-                                                "runs": work.runs_not_replayed}}
+                                                "their_runs": work.runs_not_replayed,
+                                                "failed_runs": work.runs_failed}}
     target = GALLERY_TARGET_S[device]
     return {
         "images": "4x256x256",

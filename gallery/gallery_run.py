@@ -26,7 +26,7 @@ def render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str,
     wall = time.perf_counter() - t0
     results = dict(view.results)
     stats = dict(view.stats)
-    hits, builds = engine.cache_hits, engine.builds
+    hits, builds, renders = engine.cache_hits, engine.builds, engine.renders
     view.close()
     rendered = {op: r for op, r in results.items() if r.ok}
     row_ms = [r.ms for r in rendered.values()]
@@ -41,6 +41,7 @@ def render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str,
         "dali_rows_s": round(sum(row_ms) / 1000, 2),
         "pipelines_built": builds,
         "pipelines_from_cache": hits,
+        "dali_renders": renders,
         "row_median_ms": round(statistics.median(row_ms), 1) if row_ms else None,
         "row_p95_ms": round(p95(row_ms), 1) if row_ms else None,
         "slowest_rows_ms": {r.op: round(r.ms, 1) for r in slowest},

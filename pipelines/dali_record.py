@@ -10,9 +10,10 @@ budgets, checkpoints, strips or widgets: what is left between the two is ours.
 "new kernel" figures: :mod:`gallery.fresh_bench`), as a NumPy archive (no pickle).
 
 While :func:`recording` is active, :mod:`.pipeline_cache` notes each pipeline it loads or
-builds and :func:`.fed_values.feed` each run (one ``feed`` per run). Off (the default) each
-call reads one global. A pipeline DALI cannot serialize (one with a Python operator) is counted
-but not replayed.
+builds, :func:`.fed_values.feed` the inputs of its next run and :func:`.fed_values.run_fed`
+that the run succeeded (a run that raised is counted, not replayed: the preview reported it and
+went on). Off (the default) each call reads one global. A pipeline DALI cannot serialize (one
+with a Python operator) is counted but not replayed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DaliWork", "Outputs", "Recorded", "note_pipeline", "note_run", "recording", "replay"]
+__all__ = ["DaliWork", "Outputs", "Recorded", "note_fed", "note_pipeline", "note_ran",
+           "recording", "replay"]
 
 
 @dataclass
@@ -46,9 +48,11 @@ class DaliWork:
         self.pipelines: list[Recorded] = []
         self.not_serializable = 0  # pipelines with a Python operator: not replayed
         self.runs_not_replayed = 0  # theirs, and those of pipelines made before recording
+        self.runs_failed = 0  # fed, then their run raised (not replayed either)
         self._live: dict[int, Recorded | None] = {}  # id(pipe) while it lives (None: theirs)
+        self._fed: dict[int, dict[str, Any]] = {}  # id(pipe) -> the inputs of its next run
         self._refs: list[weakref.ref[Any]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # also taken by weakref callbacks
 
     @property
     def runs(self) -> int:
@@ -71,19 +75,33 @@ class DaliWork:
             # a later pipeline may reuse the address once this one is gone
             self._refs.append(weakref.ref(pipe, lambda _: self._forget(key, entry)))
 
-    def ran(self, pipe: Any, inputs: Mapping[str, Any]) -> None:
+    def fed(self, pipe: Any, inputs: Mapping[str, Any]) -> None:
         with self._lock:
+            if self._fed.pop(id(pipe), None) is not None:
+                self.runs_failed += 1  # fed before, and that run never finished
+            self._fed[id(pipe)] = dict(inputs)
+
+    def ran(self, pipe: Any) -> None:
+        with self._lock:
+            inputs = self._fed.pop(id(pipe), None)
             entry = self._live.get(id(pipe))
-            if entry is None:
+            if entry is None or inputs is None:
                 self.runs_not_replayed += 1
             else:
-                entry.runs.append(dict(inputs))
+                entry.runs.append(inputs)
+
+    def finish(self) -> None:
+        """Inputs fed whose run never finished: failed runs."""
+        with self._lock:
+            self.runs_failed += len(self._fed)
+            self._fed.clear()
 
     def save(self, path: str | Path) -> None:
         """The replayable work as ``.npz``: each graph's bytes and each run's fed samples."""
         import numpy as np
 
-        arrays: dict[str, Any] = {}
+        arrays: dict[str, Any] = {"counts": np.array(
+            [self.not_serializable, self.runs_not_replayed, self.runs_failed])}
         for k, entry in enumerate(self.pipelines):
             arrays[f"p{k}"] = np.frombuffer(entry.blob, dtype=np.uint8)
             arrays[f"p{k}_setup"] = np.array([-1 if entry.device_id is None else entry.device_id,
@@ -103,6 +121,8 @@ class DaliWork:
         work = cls()
         with np.load(path, allow_pickle=False) as archive:
             names = set(archive.files)
+            work.not_serializable, work.runs_not_replayed, work.runs_failed = (
+                int(v) for v in archive["counts"])
             k = 0
             while f"p{k}" in names:
                 device_id, threads, runs = (int(v) for v in archive[f"p{k}_setup"])
@@ -119,8 +139,10 @@ class DaliWork:
 
     def _forget(self, key: int, entry: Recorded | None) -> None:
         with self._lock:
-            if self._live.get(key) is entry:
+            if key in self._live and self._live[key] is entry:
                 del self._live[key]
+                if self._fed.pop(key, None) is not None:
+                    self.runs_failed += 1
 
 
 _ACTIVE: DaliWork | None = None
@@ -140,6 +162,7 @@ def recording() -> Iterator[DaliWork]:
     finally:
         with _ACTIVE_LOCK:
             _ACTIVE = None
+        work.finish()
 
 
 def note_pipeline(pipe: Any, blob: Callable[[], bytes], device_id: int | None,
@@ -150,11 +173,18 @@ def note_pipeline(pipe: Any, blob: Callable[[], bytes], device_id: int | None,
         work.pipeline(pipe, blob, device_id, num_threads)
 
 
-def note_run(pipe: Any, inputs: Mapping[str, Any]) -> None:
-    """``pipe`` is fed ``inputs`` and run once."""
+def note_fed(pipe: Any, inputs: Mapping[str, Any]) -> None:
+    """``pipe`` is fed ``inputs`` for its next run."""
     work = _ACTIVE
     if work is not None:
-        work.ran(pipe, inputs)
+        work.fed(pipe, inputs)
+
+
+def note_ran(pipe: Any) -> None:
+    """``pipe``'s run with the inputs it was fed returned."""
+    work = _ACTIVE
+    if work is not None:
+        work.ran(pipe)
 
 
 def _to_host(outputs: Any) -> list[Any]:
@@ -178,10 +208,9 @@ Outputs = Callable[[int, int, list[Any]], None]
 def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
     """Seconds plain DALI takes to do ``work``: each pipeline deserialized and built, then fed
     and run as often as the preview ran it, its outputs copied to the host (and handed to
-    ``outputs``, outside the time)."""
+    ``outputs``, outside the time), then shut down."""
     from nvidia.dali import Pipeline
 
-    pipes = []
     aside = 0.0
     t0 = time.perf_counter()
     for k, entry in enumerate(work.pipelines):
@@ -197,7 +226,5 @@ def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
                 t = time.perf_counter()
                 outputs(k, j, host)
                 aside += time.perf_counter() - t
-        pipes.append(pipe)
-    seconds = time.perf_counter() - t0 - aside
-    del pipes
-    return seconds
+        pipe = None  # shut down inside the time, as the preview drops its pipelines
+    return time.perf_counter() - t0 - aside

@@ -35,7 +35,7 @@ from .custom_budget import check_custom_time
 from .custom_probe import warm_custom
 from .device import Device, resolve
 from .display import encode_tiles
-from .fed_values import feed
+from .fed_values import feed, run_fed
 from .fused_render import FusedRenders
 from .input_batches import InputBatches
 from .label_code import LabelSet, refusals
@@ -215,7 +215,7 @@ class PreviewEngine:
         try:
             self._reset.before_run(built, advance)
             feed(built.pipe, feeds)
-            outputs = built.pipe.run()
+            outputs = run_fed(built.pipe)
             moved = None  # the labels first: their Python may overlap the GPU's work
             if labels is not None and chain_labels is not None:
                 moved = read_labels(outputs, built.chain, 1 + len(built.chain.records), labels,

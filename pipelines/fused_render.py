@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
-from .fed_values import PREFIX, fed_nodes, feed
+from .fed_values import PREFIX, fed_nodes, feed, run_fed
 from .origin_trace import lean_traces
 from .pipeline_cache import load_or_build
 from .preset import Preset
@@ -169,7 +169,7 @@ class FusedRenders:
         try:
             engine._reset.before_run(built, False)
             feed(built.pipe, feeds)
-            outputs = built.pipe.run()
+            outputs = run_fed(built.pipe)
             parts, at = [], 0
             for m in members:
                 width = 1 + len(m.chain.records)

@@ -145,6 +145,35 @@ def test_python_operators_are_counted_not_replayed(arrays, tmp_path):
     eng.close()
 
 
+def test_a_run_that_raised_is_counted_not_replayed(tmp_path):
+    from nvidia.dali import fn, pipeline_def, types
+
+    from dali_gallery.pipelines.fed_values import feed, run_fed
+    from dali_gallery.pipelines.pipeline_cache import load_or_build
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, exec_dynamic=True,
+                  prefetch_queue_depth=1)
+    def cropped():
+        x = fn.external_source(name="x", layout="HWC", dtype=types.UINT8)
+        return fn.crop(x, crop=(64, 64), out_of_bounds_policy="error")
+
+    def built():
+        return load_or_build(PipelineCache(None), None, "cpu", 1, cropped, False)[0]
+
+    small, large = [np.zeros((16, 16, 3), np.uint8)], [np.zeros((96, 96, 3), np.uint8)]
+    with recording() as work:
+        failing, working, unused = built(), built(), built()
+        feed(failing, {"x": small})
+        with pytest.raises((RuntimeError, IndexError)):
+            run_fed(failing)  # the crop window lies outside the image
+        feed(working, {"x": large})
+        run_fed(working)
+        feed(unused, {"x": small})  # fed, never run
+    assert (len(work.pipelines), work.runs, work.runs_failed, work.runs_not_replayed) == \
+        (3, 1, 2, 0)
+    assert replay(work) > 0  # the run that raised is not replayed
+
+
 def test_one_recording_at_a_time():
     with recording():
         second = recording()
