@@ -191,8 +191,11 @@ def load_or_build(cache: PipelineCache, key: str | None, device: str, num_thread
             return (*loaded, True)
     pipe = make()
     pipe.build()
-    note_pipeline(pipe, pipe.serialize, 0 if device == "gpu" else None, num_threads)
     checkpoint = pipe.checkpoint() if checkpoints else None
+    blob = None if key is None else pipe.serialize()  # serialized once, for both
+    note_pipeline(pipe, pipe.serialize if blob is None else lambda: blob,
+                  0 if device == "gpu" else None, num_threads)
     if key is not None:
-        cache.store(key, pipe.serialize(), checkpoint is not None)
+        assert blob is not None
+        cache.store(key, blob, checkpoint is not None)
     return pipe, checkpoint, False

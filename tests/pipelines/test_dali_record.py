@@ -115,26 +115,30 @@ def test_saved_work_loads_and_replays_as_recorded(arrays, tmp_path):
     eng.close()
 
 
-def test_nothing_is_recorded_outside_the_block(arrays, tmp_path):
+@pytest.fixture
+def rendered(arrays, tmp_path):
+    """An engine that has rendered CHAIN once, before any recording, and that preset."""
     eng = cpu_engine(arrays, PipelineCache(tmp_path))
     preset = load(preset_dict(CHAIN))
     eng.render(preset)
+    yield eng, preset
+    eng.close()
+
+
+def test_nothing_is_recorded_outside_the_block(rendered):
+    eng, preset = rendered
     with recording() as work:
         pass
     eng.render(preset)
     assert work.pipelines == [] and work.runs == 0
     assert dali_record._ACTIVE is None
-    eng.close()
 
 
-def test_a_run_of_a_pipeline_made_before_recording_is_counted_not_replayed(arrays, tmp_path):
-    eng = cpu_engine(arrays, PipelineCache(tmp_path))
-    preset = load(preset_dict(CHAIN))
-    eng.render(preset)
+def test_a_run_of_a_pipeline_made_before_recording_is_counted_not_replayed(rendered):
+    eng, preset = rendered
     with recording() as work:
         eng.render(preset)
     assert (work.pipelines, work.runs, work.runs_not_replayed) == ([], 0, 1)
-    eng.close()
 
 
 def test_python_operators_are_counted_not_replayed(arrays, tmp_path):
