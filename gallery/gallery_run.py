@@ -13,7 +13,8 @@ from dali_gallery.pipelines.timing import p95
 
 
 def render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str, Any]:
-    """One full gallery render in a new view (new engine, as in a new kernel)."""
+    """One full gallery render in a new view and engine (which takes the pipelines an earlier
+    engine of the process let go, kept built: :mod:`pipelines.kept_pipelines`)."""
     from .view import GalleryView
 
     engine = PreviewEngine(device, cache=cache)
@@ -27,6 +28,7 @@ def render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str,
     results = dict(view.results)
     stats = dict(view.stats)
     hits, builds, renders = engine.cache_hits, engine.builds, engine.renders
+    kept = engine.kept_hits
     view.close()
     rendered = {op: r for op, r in results.items() if r.ok}
     row_ms = [r.ms for r in rendered.values()]
@@ -41,6 +43,7 @@ def render_gallery(device: str, images: list, cache: PipelineCache) -> dict[str,
         "dali_rows_s": round(sum(row_ms) / 1000, 2),
         "pipelines_built": builds,
         "pipelines_from_cache": hits,
+        "pipelines_kept_built": kept,
         "dali_renders": renders,
         "row_median_ms": round(statistics.median(row_ms), 1) if row_ms else None,
         "row_p95_ms": round(p95(row_ms), 1) if row_ms else None,

@@ -60,6 +60,10 @@ class Chain:
     """Whether the pipeline needs ``enable_conditionals`` (a step that fires with a
     probability, or an operator declared ``conditionals``)."""
     checkpoints: bool = True  # whether DALI can checkpoint every operator (OpSpec.checkpoints)
+    random: bool = False
+    """Whether the chain draws random numbers (a sampled value, a probability, a group's pick,
+    a seeded operator): one that draws none gives the same images every run, so it needs no
+    RNG state put back (a chain DALI cannot checkpoint is then not built again)."""
     module_lines: dict[int, range] = field(default_factory=dict)
     """Step index -> the lines (1-based) its block occupies in the preview module; set by
     :func:`preview_module`, read to name the step behind a line DALI reports."""

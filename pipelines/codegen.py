@@ -79,6 +79,8 @@ def chain_source(preset: Preset, mode: Mode, catalog: Catalog = CATALOG,
         chain.at_source = False
         chain.step_lines[i] = (start, len(body))
     flush_into(chain)
+    chain.random = bool(chain.records) or any(catalog[s.op].seeded
+                                              for _, s in preset.active_ops())
     body.append(return_line(labels, [_record_var(r) for r in chain.records] if mode == "preview"
                             else None, [_At(s, c).tag for s, c in chain.kept],
                             bool(chain.after_run_kinds)))

@@ -10,7 +10,9 @@ budgets, checkpoints, strips or widgets: what is left between the two is ours.
 "new kernel" figures: :mod:`gallery.fresh_bench`), as a NumPy archive (no pickle).
 
 While :func:`recording` is active, :mod:`.pipeline_cache` notes each pipeline it loads or
-builds, :func:`.fed_values.feed` the inputs of its next run and :func:`.fed_values.run_fed`
+builds, :mod:`.kept_pipelines` each one an engine takes built from the process's pool (plain
+DALI builds those before its clock starts: the preview did not build them either),
+:func:`.fed_values.feed` the inputs of its next run and :func:`.fed_values.run_fed`
 that the run succeeded (a run that raised is counted, not replayed: the preview reported it and
 went on). Off (the default) each call reads one global. A pipeline DALI cannot serialize (one
 with a Python operator) is counted but not replayed.
@@ -27,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DaliWork", "Outputs", "Recorded", "note_fed", "note_pipeline", "note_ran",
-           "recording", "replay"]
+__all__ = ["DaliWork", "Outputs", "Recorded", "note_fed", "note_kept", "note_pipeline",
+           "note_ran", "recording", "replay"]
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Recorded:
     device_id: int | None
     num_threads: int
     runs: list[dict[str, Any]] = field(default_factory=list)
+    prebuilt: bool = False  # taken built from the kept pipelines: built before the clock
 
 
 class DaliWork:
@@ -59,13 +62,16 @@ class DaliWork:
         return sum(len(p.runs) for p in self.pipelines)
 
     def pipeline(self, pipe: Any, blob: Callable[[], bytes], device_id: int | None,
-                 num_threads: int) -> None:
+                 num_threads: int, prebuilt: bool = False) -> None:
+        key = id(pipe)
+        with self._lock:
+            if prebuilt and key in self._live:  # taken again: noted when first used
+                return
         entry: Recorded | None
         try:
-            entry = Recorded(blob(), device_id, num_threads)
+            entry = Recorded(blob(), device_id, num_threads, prebuilt=prebuilt)
         except RuntimeError:  # DALI cannot serialize a graph with a Python operator
             entry = None
-        key = id(pipe)
         with self._lock:
             if entry is None:
                 self.not_serializable += 1
@@ -105,7 +111,8 @@ class DaliWork:
         for k, entry in enumerate(self.pipelines):
             arrays[f"p{k}"] = np.frombuffer(entry.blob, dtype=np.uint8)
             arrays[f"p{k}_setup"] = np.array([-1 if entry.device_id is None else entry.device_id,
-                                              entry.num_threads, len(entry.runs)])
+                                              entry.num_threads, len(entry.runs),
+                                              int(entry.prebuilt)])
             for j, inputs in enumerate(entry.runs):
                 for name, data in inputs.items():
                     samples = [np.array(data[i]) for i in range(len(data))]
@@ -125,9 +132,9 @@ class DaliWork:
                 int(v) for v in archive["counts"])
             k = 0
             while f"p{k}" in names:
-                device_id, threads, runs = (int(v) for v in archive[f"p{k}_setup"])
+                device_id, threads, runs, prebuilt = (int(v) for v in archive[f"p{k}_setup"])
                 entry = Recorded(archive[f"p{k}"].tobytes(), None if device_id < 0 else device_id,
-                                 threads, [{} for _ in range(runs)])
+                                 threads, [{} for _ in range(runs)], bool(prebuilt))
                 prefix = f"p{k}_r"
                 for key in sorted(n for n in names if n.startswith(prefix)):
                     j, count, i, name = key[len(prefix):].split("_", 3)
@@ -173,6 +180,13 @@ def note_pipeline(pipe: Any, blob: Callable[[], bytes], device_id: int | None,
         work.pipeline(pipe, blob, device_id, num_threads)
 
 
+def note_kept(pipe: Any, device_id: int | None, num_threads: int) -> None:
+    """A preview pipeline was taken built from the kept pipelines (not loaded, not built)."""
+    work = _ACTIVE
+    if work is not None:
+        work.pipeline(pipe, pipe.serialize, device_id, num_threads, prebuilt=True)
+
+
 def note_fed(pipe: Any, inputs: Mapping[str, Any]) -> None:
     """``pipe`` is fed ``inputs`` for its next run."""
     work = _ACTIVE
@@ -205,19 +219,26 @@ Outputs = Callable[[int, int, list[Any]], None]
 """``(pipeline, run, host outputs)``: what a replay's run gave (tests compare it)."""
 
 
-def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
+def replay(work: DaliWork, outputs: Outputs | None = None, *, prebuilt: bool = True) -> float:
     """Seconds plain DALI takes to do ``work``: each pipeline deserialized and built, then fed
     and run as often as the preview ran it, its outputs copied to the host (and handed to
-    ``outputs``, outside the time), then shut down."""
+    ``outputs``, outside the time), then shut down. Pipelines the preview took built
+    (``Recorded.prebuilt``) are built and shut down outside the time (``prebuilt=False``:
+    inside, as a process that has kept none would)."""
     from nvidia.dali import Pipeline
 
-    aside = 0.0
-    t0 = time.perf_counter()
-    for k, entry in enumerate(work.pipelines):
+    def build(entry: Recorded) -> Any:
         pipe = Pipeline.deserialize(serialized_pipeline=entry.blob, device_id=entry.device_id,
                                     num_threads=entry.num_threads, prefetch_queue_depth=1,
                                     exec_dynamic=True)
         pipe.build()
+        return pipe
+
+    ready = {k: build(e) for k, e in enumerate(work.pipelines) if prebuilt and e.prebuilt}
+    aside = 0.0
+    t0 = time.perf_counter()
+    for k, entry in enumerate(work.pipelines):
+        pipe = ready.get(k) or build(entry)
         for j, inputs in enumerate(entry.runs):
             for name, data in inputs.items():
                 pipe.feed_input(name, data)
@@ -227,4 +248,6 @@ def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
                 outputs(k, j, host)
                 aside += time.perf_counter() - t
         pipe = None  # shut down inside the time, as the preview drops its pipelines
-    return time.perf_counter() - t0 - aside
+    seconds = time.perf_counter() - t0 - aside
+    ready.clear()  # kept by the preview: shut down outside the time
+    return seconds

@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from .display import encode_tiles
 from .fed_values import feed, run_fed
 from .fused_render import FusedRenders
 from .input_batches import InputBatches
+from .kept_pipelines import KEPT, OwnPipelines
 from .label_code import LabelSet, refusals
 from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
@@ -50,7 +50,7 @@ from .render_memo import RenderMemo
 from .render_result import Render, SampleRecord, read_outputs, stack_renders
 from .rng_reset import RngReset
 from .step_error import StepError, name_step
-from .trace_ahead import TraceAhead, TraceJob
+from .trace_ahead import TraceAhead, trace_jobs
 
 __all__ = ["MAX_BATCH", "PreviewEngine", "Render", "SampleRecord", "StepError"]
 
@@ -68,6 +68,7 @@ class _Built:
     runs: int = 0
     reset: Future[None] | None = None
     """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
+    pixels: int = 0  # its latest render's footprint (kept_pipelines)
 
 
 class PreviewEngine:
@@ -77,17 +78,20 @@ class PreviewEngine:
     "gpu" (mixed decoding and GPU operators; outputs are copied to host at the end only).
     ``cache``: where built pipelines are kept between kernels (default: ``PipelineCache.default``,
     see :mod:`pipelines.pipeline_cache`). ``builds`` counts pipelines made, ``cache_hits`` those
-    of them loaded from the cache instead of traced.
+    of them loaded from the cache instead of traced; ``kept_hits`` pipelines taken built from
+    the process's pool (:mod:`pipelines.kept_pipelines`), which ``keep=False`` leaves alone.
     """
 
     def __init__(self, device: str = "auto", num_threads: int | None = None,
-                 catalog: Catalog = CATALOG, cache: PipelineCache | None = None) -> None:
+                 catalog: Catalog = CATALOG, cache: PipelineCache | None = None,
+                 keep: bool = True) -> None:
         self.device: Device = resolve(device)
         self.num_threads = num_threads or max(1, min(os.cpu_count() or 1, 8))
         self.catalog = catalog
         self.cache = cache if cache is not None else PipelineCache.default()
         self.builds = 0
         self.cache_hits = 0
+        self.kept_hits = 0
         self.renders = 0
         self.names: list[str] = []
         self._arrays: list[np.ndarray] = []
@@ -95,14 +99,16 @@ class PreviewEngine:
         self.min_kept = DEFAULT_MIN_KEPT
         self.labels_after_run = True  # boxes move after the run where they can (codegen)
         """Boxes keeping less of their area than this after a moving step are dropped."""
-        self._pipes: OrderedDict[tuple[Any, ...], _Built] = OrderedDict()
         self._dir = Path(tempfile.mkdtemp(prefix="dali-gallery-"))
         self._modules = ChainModules(self._dir)
         self._memo = RenderMemo()
         self._batches = InputBatches()
         self._ahead: TraceAhead | None = None
         self._reset = RngReset()
-        self._fused = FusedRenders()
+        pool = KEPT if keep else None
+        self._own = OwnPipelines(_CACHE_SIZE, "chain", self.device, self.num_threads,
+                                 self._reset, pool)
+        self._fused = FusedRenders(self, pool)
 
     # ---- images -------------------------------------------------------------------------------
 
@@ -199,10 +205,12 @@ class PreviewEngine:
                      catalog=self.catalog, plan=plan)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
         built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
-        if built.checkpoint is None and built.runs > 0 and not advance:  # fresh RNG state
-            self._discard(built)
+        if (built.checkpoint is None and built.runs > 0 and not advance
+                and (built.chain.random or tail)):  # a fresh RNG state: built again
+            self._own.discard(built)
             built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
         built.runs += 1
+        built.pixels = plan.passed[1] if plan.passed else 0
         feeds: dict[str, Any] = dict(self._memo.derived(  # once per document and batch
             None if sized is None else ("fed", key, batch, tuple(built.chain.feeds)),
             lambda: fed_arrays(preset, built.chain.feeds, batch, _override)))
@@ -226,7 +234,7 @@ class PreviewEngine:
             encode_ms = (time.perf_counter() - t_enc) * 1000
             self._reset.after_render(built, stream)
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
-            self._discard(built)
+            self._own.discard(built)
             raise name_step(e, built.module_path, built.chain, preset) from e
         self.renders += 1
         ms = (time.perf_counter() - t0) * 1000
@@ -277,20 +285,7 @@ class PreviewEngine:
         waits for its worker and loads it from the cache (:mod:`.trace_ahead`). Chains with
         Python operators or labels are not cached, so not traced ahead. Returns how many
         were started."""
-        if not self.cache.enabled or self._labels is not None or not self._arrays:
-            return 0
-        jobs = []
-        for source, draws in renders:
-            preset, key = self._memo.preset(source, self.catalog)
-            if key is None:  # not a plain document: validated at its render, not before
-                continue
-            code, chain = self._module(preset, False, None, key)
-            batch = len(self._arrays) * draws
-            cache_key = self._cache_key(code, preset, batch, False, chain)
-            if chain.conditionals and cache_key is not None and not self.cache.has(cache_key):
-                jobs.append(TraceJob(cache_key, code, preset.seed, batch, self.device,
-                                     self.num_threads, chain.checkpoints, chain.conditionals,
-                                     str(self.cache.folder)))
+        jobs = trace_jobs(self, renders)
         if not jobs:
             return 0
         if self._ahead is None:
@@ -311,9 +306,9 @@ class PreviewEngine:
 
     def close(self) -> None:
         """Release pipelines (and the GPU memory pools DALI keeps) and temporary files."""
-        self._fused.close(self)
+        self._fused.close()  # to the process's pool where they may go (kept_pipelines)
+        self._own.close()
         self._reset.close()
-        self._pipes.clear()
         if self._ahead is not None:
             self._ahead.close()
         if self.device == "gpu":
@@ -347,22 +342,32 @@ class PreviewEngine:
     def _cache_key(self, code: str, preset: Preset, batch: int, tail: bool,
                    chain: Chain) -> str | None:
         """The cache's key; None with a Python operator (custom, labels' step): not saved."""
-        custom = any(self.catalog[s.op].custom for _, s in preset.active_ops())
-        labels = chain.labels
-        if not self.cache.enabled or custom or (labels is not None and not labels.after_run):
+        if not self.cache.enabled or self._python_ops(preset, chain):
             return None
+        labels = chain.labels
         return self.cache.key(code, preset.seed, batch, self.device, tail and preset.output
                               is not None, chain.conditionals,
                               *([labels, LABEL_INPUTS] if labels else []))
+
+    def _python_ops(self, preset: Preset, chain: Chain) -> bool:
+        """Whether the pipeline runs Python (custom operators, labels moved in the graph):
+        DALI cannot serialize it, and its functions belong to this engine's catalog."""
+        labels = chain.labels
+        return (any(self.catalog[s.op].custom for _, s in preset.active_ops())
+                or (labels is not None and not labels.after_run))
 
     def _pipeline(self, preset: Preset, batch: int, tail: bool,
                   labels: LabelSet | None = None,
                   doc_key: str | None = None) -> tuple[_Built, bool]:
         code, chain = self._module(preset, tail, labels, doc_key)
         key = (code, preset.seed, batch, tail)
-        if key in self._pipes:
-            self._pipes.move_to_end(key)
-            return self._pipes[key], False
+        found = self._own.get(key)
+        if found is not None:
+            built, taken = found
+            if taken:  # built by another engine: this one's chain (the same code)
+                built.chain = chain
+                self.kept_hits += 1
+            return built, False
         module, path = self._modules.load(code)
         try:
             pipe, checkpoint = self._build_fresh(module, preset, batch, tail, chain, code)
@@ -370,9 +375,9 @@ class PreviewEngine:
             raise name_step(e, path, chain, preset) from e
         self.builds += 1
         built = _Built(pipe, checkpoint, chain, path)
-        self._pipes[key] = built
-        while len(self._pipes) > _CACHE_SIZE:
-            self._reset.release(self._pipes.popitem(last=False)[1])
+        # shared through the pool when serializable and its RNG state can be put back
+        self._own.add(key, built, not self._python_ops(preset, chain)
+                      and (checkpoint is not None or not (chain.random or tail)))
         return built, True
 
     def _build_fresh(self, module: Any, preset: Preset, batch: int, tail: bool,
@@ -393,7 +398,3 @@ class PreviewEngine:
         self.cache_hits += loaded
         return pipe, checkpoint
 
-    def _discard(self, built: _Built) -> None:
-        for key, value in list(self._pipes.items()):
-            if value is built:
-                self._reset.release(self._pipes.pop(key))

@@ -16,7 +16,6 @@ no labels, and every operator checkpointable (the RNG state is restored for the 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
 from .fed_values import PREFIX, fed_nodes, feed, run_fed
+from .kept_pipelines import KeptPipelines, OwnPipelines
 from .origin_trace import lean_traces
 from .pipeline_cache import load_or_build
 from .preset import Preset
@@ -98,6 +98,7 @@ class _Fused:
     checkpoint: bytes | None
     reset: Future[None] | None = None
     """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
+    pixels: int = 0  # its latest render's footprint (kept_pipelines)
 
 
 @dataclass
@@ -112,8 +113,10 @@ class FusedRenders:
     """An engine's fused pipelines (built or loaded from its pipeline cache) and their
     renders; :meth:`PreviewEngine.render_fused` is the way in."""
 
-    def __init__(self) -> None:
-        self._pipes: OrderedDict[tuple[Any, ...], _Fused] = OrderedDict()
+    def __init__(self, engine: PreviewEngine, pool: KeptPipelines | None) -> None:
+        # every fused pipeline may be shared: no Python operator, every operator checkpointed
+        self._own = OwnPipelines(MAX_KEPT, "fused", engine.device, engine.num_threads,
+                                 engine._reset, pool)
 
     @staticmethod
     def member(engine: PreviewEngine, source: Preset | dict | str) -> _Member | None:
@@ -151,7 +154,7 @@ class FusedRenders:
         if not arrays:
             raise StepError("no images to render; add images first")
         n = len(arrays)
-        self._check_budgets(engine, members, arrays)  # every member, before any DALI work
+        pixels = self._check_budgets(engine, members, arrays)  # each, before any DALI work
         t0 = time.perf_counter()
         ops = [s.op for m in members for s in m.preset.steps]
         try:
@@ -159,6 +162,7 @@ class FusedRenders:
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError
             raise FusedError(f"building one pipeline of {len(members)} chains failed: "
                              f"{clean_message(str(e))}", ops) from e
+        built.pixels = pixels
         feeds = dict(engine._batches.feeds(arrays, None, None if images is None
                                            else tuple(images), n))
         for j, m in enumerate(members):
@@ -178,7 +182,7 @@ class FusedRenders:
                 at += width
             engine._reset.after_render(built, False)
         except Exception as e:
-            self._discard(engine, built)
+            self._own.discard(built)
             raise FusedError(f"running one pipeline of {len(members)} chains failed: "
                              f"{clean_message(str(e))}", ops) from e
         engine.renders += 1
@@ -186,14 +190,14 @@ class FusedRenders:
         return [Render(tiles, records, n, 1, engine.device, was_built, share)
                 for tiles, records in parts]
 
-    def close(self, engine: PreviewEngine) -> None:
-        while self._pipes:
-            engine._reset.release(self._pipes.popitem()[1])
+    def close(self) -> None:
+        """Let the pipelines go (to the process's pool: :mod:`.kept_pipelines`)."""
+        self._own.close()
 
     # ---- internals ----------------------------------------------------------------------------
 
     @staticmethod
-    def _check_budgets(engine: PreviewEngine, members: list[_Member], arrays: list[Any]) -> None:
+    def _check_budgets(engine: PreviewEngine, members: list[_Member], arrays: list[Any]) -> int:
         """Each member's plan against the budgets, the members before it counted as held
         (their outputs live together); the sum becomes the engine's render in the ledger."""
         budget = current()
@@ -211,15 +215,17 @@ class FusedRenders:
             total += plan.passed[1]
             work += plan.work
         LEDGER.hold_render(engine, total)
+        return total
 
     def _pipeline(self, engine: PreviewEngine, members: list[_Member],
                   batch: int) -> tuple[_Fused, bool]:
         seed = members[0].preset.seed
         codes = tuple(m.code for m in members)
         key = (codes, seed, batch)
-        if key in self._pipes:
-            self._pipes.move_to_end(key)
-            return self._pipes[key], False
+        found = self._own.get(key)
+        if found is not None:
+            engine.kept_hits += found[1]
+            return found[0], False
         cache_key = (engine.cache.key(GRAPH, codes, seed, batch, engine.device)
                      if engine.cache.enabled else None)
         pipe, checkpoint, loaded = load_or_build(
@@ -229,12 +235,5 @@ class FusedRenders:
         engine.cache_hits += loaded
         engine.builds += 1
         built = _Fused(pipe, checkpoint)
-        self._pipes[key] = built
-        while len(self._pipes) > MAX_KEPT:
-            engine._reset.release(self._pipes.popitem(last=False)[1])
+        self._own.add(key, built, True)
         return built, True
-
-    def _discard(self, engine: PreviewEngine, built: _Fused) -> None:
-        for key, value in list(self._pipes.items()):
-            if value is built:
-                engine._reset.release(self._pipes.pop(key))

@@ -24,13 +24,18 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .device import Device
 from .generated_module import import_source
 from .pipeline_cache import PipelineCache
 from .preview_pipeline import MODULE_PREFIX, build_pipeline
+
+if TYPE_CHECKING:
+    from .engine import PreviewEngine
 
 MAX_WORKERS = 12
 """A cold gallery has nine such pipelines: on a 16-core host each gets its own worker."""
@@ -54,6 +59,27 @@ class TraceJob:
     checkpoints: bool
     conditionals: bool
     folder: str
+
+
+def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> list[TraceJob]:
+    """The jobs of ``PreviewEngine.trace_ahead``: renders ``(preset, draws)`` on all the
+    engine's images whose pipelines need conditionals (slow to trace) and that its cache
+    lacks (none with labels or Python operators: those are never cached)."""
+    if not engine.cache.enabled or engine.labels is not None or not engine.images:
+        return []
+    jobs = []
+    for source, draws in renders:
+        preset, key = engine._memo.preset(source, engine.catalog)
+        if key is None:  # not a plain document: validated at its render, not before
+            continue
+        code, chain = engine._module(preset, False, None, key)
+        batch = len(engine.images) * draws
+        cache_key = engine._cache_key(code, preset, batch, False, chain)
+        if chain.conditionals and cache_key is not None and not engine.cache.has(cache_key):
+            jobs.append(TraceJob(cache_key, code, preset.seed, batch, engine.device,
+                                 engine.num_threads, chain.checkpoints, chain.conditionals,
+                                 str(engine.cache.folder)))
+    return jobs
 
 
 def trace_to_cache(job: TraceJob) -> str:

@@ -59,3 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # Builder() autosaves to the user's own folder by default: not from tests (the autosave
     # tests turn the default back on in a folder of their own)
     os.environ["DALI_GALLERY_AUTOSAVE"] = "off"
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_pipelines() -> None:
+    """Every test starts with no pipeline kept built by another test's engines
+    (pipelines.kept_pipelines): engines count what they build and load."""
+    from dali_gallery.pipelines.kept_pipelines import KEPT
+
+    KEPT.clear()

@@ -12,6 +12,7 @@ from dali_gallery.pipelines import dali_record
 from dali_gallery.pipelines.dali_record import recording, replay
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.fused_render import FusedRenders
+from dali_gallery.pipelines.kept_pipelines import KEPT
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
 from tests.pipelines.test_fused_render import gallery_columns
@@ -35,14 +36,18 @@ def arrays():
 
 
 @pytest.mark.parametrize("chain", [CHAIN, FIXED], ids=["random", "fixed"])
-@pytest.mark.parametrize("cached", [False, True], ids=["traced", "loaded from the cache"])
-def test_replay_in_plain_dali_gives_the_previews_pixels(arrays, tmp_path, cached, chain):
+@pytest.mark.parametrize("source", ["traced", "loaded", "kept"])
+def test_replay_in_plain_dali_gives_the_previews_pixels(arrays, tmp_path, source, chain):
+    """Traced by the engine, loaded from the disk cache, or taken built from the pipelines
+    an earlier engine of the process let go (replayed built before the clock)."""
     cache = PipelineCache(tmp_path)
     preset = load(preset_dict(chain, seed=5))
-    if cached:
+    if source != "traced":
         warm = cpu_engine(arrays, cache)
         warm.render(preset, draws=2)
-        warm.close()
+        warm.close()  # its pipeline is kept built
+        if source == "loaded":
+            KEPT.clear()
     eng = cpu_engine(arrays, cache)
     with recording() as work:
         first = eng.render(preset, draws=2)
@@ -50,8 +55,10 @@ def test_replay_in_plain_dali_gives_the_previews_pixels(arrays, tmp_path, cached
             "op": "brightness_contrast", "params": {"brightness": 0.7}}] if chain is FIXED else
             [*chain[:2], {"op": "noise.gaussian", "params": {"stddev": 30.0}}], seed=5)),
             draws=2)
-    assert eng.cache_hits == int(cached)
+    assert (eng.cache_hits, eng.kept_hits) == {"traced": (0, 0), "loaded": (1, 0),
+                                                "kept": (0, 1)}[source]
     assert (len(work.pipelines), work.runs) == (1, 2)  # a value change runs the same graph
+    assert work.pipelines[0].prebuilt == (source == "kept")
     got: dict[int, list[np.ndarray]] = {}
     seconds = replay(work, lambda k, j, host: got.__setitem__(j, host[0]))
     assert seconds > 0
@@ -93,16 +100,22 @@ def test_the_fused_gallery_columns_replayed_give_the_previews_pixels(tmp_path):
 
 
 def test_saved_work_loads_and_replays_as_recorded(arrays, tmp_path):
+    before = cpu_engine(arrays, PipelineCache(tmp_path / "cache"))
+    before.render(load(preset_dict(CHAIN, seed=2)))
+    before.close()  # kept built: taken by the next engine
     eng = cpu_engine(arrays, PipelineCache(tmp_path / "cache"))
     preset = load(preset_dict(FIXED, seed=2))
     with recording() as work:
         render = eng.render(preset, draws=2)
         eng.render(load(preset_dict(CHAIN, seed=2)))
+        eng.render(load(preset_dict(CHAIN, seed=2)))  # the same kept pipeline: noted once
     work.save(tmp_path / "work.npz")
     again = dali_record.DaliWork.load(tmp_path / "work.npz")
     assert [p.blob for p in again.pipelines] == [p.blob for p in work.pipelines]
-    assert [(p.device_id, p.num_threads, len(p.runs)) for p in again.pipelines] == \
-        [(p.device_id, p.num_threads, len(p.runs)) for p in work.pipelines]
+    setups = [(p.device_id, p.num_threads, len(p.runs), p.prebuilt) for p in work.pipelines]
+    assert setups == [(None, 2, 1, False), (None, 2, 2, True)]
+    assert [(p.device_id, p.num_threads, len(p.runs), p.prebuilt)
+            for p in again.pipelines] == setups
     for mine, theirs in zip(work.pipelines[0].runs[0].items(),
                             again.pipelines[0].runs[0].items(), strict=True):
         assert mine[0] == theirs[0]

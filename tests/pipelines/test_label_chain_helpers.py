@@ -70,7 +70,7 @@ def _render(doc: dict, how: str, monkeypatch, tail: bool = False, masks: bool = 
     labels = synthetic_labels(images, seed=3)
     engine.set_labels(labels if masks else [replace(x, mask=None) for x in labels])
     render = engine.render(load(json.dumps(doc)), draws=2, tail=tail)
-    built = list(engine._pipes.values())[-1]
+    built = list(engine._own.entries.values())[-1]
     assert built.chain.labels.after_run == (how == "after")
     engine.close()
     monkeypatch.undo()

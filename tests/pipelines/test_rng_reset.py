@@ -37,7 +37,7 @@ def _same(a, b) -> bool:
 
 def test_every_render_shows_the_first_draw_back_to_back_and_after_a_pause(engine):
     first = engine.render(chain(), draws=3)
-    built = next(iter(engine._pipes.values()))
+    built = next(iter(engine._own.entries.values()))
     assert built.reset is not None  # scheduled on the worker, not done in the render
     back_to_back = engine.render(chain(), draws=3)  # waits for the restore under way
     engine.settle()
@@ -174,4 +174,4 @@ def test_an_engine_evicting_pipelines_renders_every_one_right(engine):
     firsts = [engine.render(chain(seed=s), draws=2) for s in (11, 12, 13, 14)]
     again = [engine.render(chain(seed=s), draws=2) for s in (11, 12, 13, 14)]
     assert all(_same(a, b) for a, b in zip(firsts, again, strict=True))
-    assert len(engine._pipes) == 3
+    assert len(engine._own.entries) == 3

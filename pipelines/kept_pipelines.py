@@ -1,0 +1,179 @@
+"""Built pipelines kept for the next engine of this process that needs the same one.
+
+A warm gallery loaded each of its ~24 pipelines from the disk cache (:mod:`.pipeline_cache`:
+deserialize, build) because a new engine starts empty and an engine keeps only its latest few:
+on an H200, plain DALI doing that work spent 0.38 s deserializing and building and 0.22 s
+running. Here, what an engine lets go (its least recent pipelines, all of them when it closes)
+is kept built instead of dropped, and the next engine that needs the same pipeline takes it as
+it is: a gallery re-rendered for new images or by a cell run again, the builder going back to
+an earlier chain, another view of the same kernel.
+
+What is kept can be shared: no Python operator (its function belongs to one catalog), and a
+random state the next render puts back to the first draw (a checkpoint, or no random draws at
+all). An entry is taken out while an engine uses it, so two engines never run one pipeline.
+The pool is bounded, :data:`MAX_PIPELINES` pipelines and :data:`MAX_PIXELS` of what their
+latest renders held (the render plan's footprint, :mod:`.render_budget`); the least recently
+given go first, shut down on a worker (DALI takes 4-6 ms to shut a pipeline down).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from .dali_record import note_kept
+from .rng_reset import RngReset
+
+MAX_PIPELINES = 48
+"""Pipelines kept at most (each holds its buffers and DALI's thread pool): a full gallery of 4
+images uses ~24, the builder a few."""
+MAX_PIXELS = 256_000_000
+"""Pixels of the kept pipelines' latest render plans, summed (each plan's footprint: its largest
+step's inputs and outputs). A gallery of 4 images of 256x256 keeps 20 pipelines of 125 MP; the
+process held 70-100 MB more with them than without (RSS, CPU), far below 125 MP as RGB (375 MB):
+the bound errs on the safe side. Larger images keep fewer of a gallery's pipelines."""
+
+
+class Keepable(Protocol):
+    pipe: Any
+    checkpoint: bytes | None
+    reset: Future[None] | None
+    pixels: int
+
+
+class KeptPipelines:
+    """The pool: :meth:`take` and :meth:`give`, under one lock (engines of several threads)."""
+
+    def __init__(self, max_pipelines: int = MAX_PIPELINES, max_pixels: int = MAX_PIXELS) -> None:
+        self.max_pipelines = max_pipelines
+        self.max_pixels = max_pixels
+        self._entries: OrderedDict[Hashable, Keepable] = OrderedDict()
+        self._lock = threading.Lock()
+        self._drops = RngReset()  # its one worker shuts down what the pool lets go
+        self.taken = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def pixels(self) -> int:
+        with self._lock:
+            return sum(e.pixels for e in self._entries.values())
+
+    def take(self, key: Hashable) -> Keepable | None:
+        """The pipeline kept under ``key``, taken out (None: none kept)."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            self.taken += entry is not None
+        return entry
+
+    def give(self, key: Hashable, entry: Keepable) -> None:
+        """Keep ``entry`` (its random state put back to the first draw, or being put back:
+        ``entry.reset``) for the next :meth:`take` of ``key``; drops what no longer fits."""
+        with self._lock:
+            out = [] if key not in self._entries else [self._entries.pop(key)]
+            self._entries[key] = entry
+            total = sum(e.pixels for e in self._entries.values())
+            while self._entries and (len(self._entries) > self.max_pipelines
+                                     or total > self.max_pixels):
+                _, old = self._entries.popitem(last=False)
+                total -= old.pixels
+                out.append(old)
+            self.dropped += len(out)
+        for old in out:
+            self._drops.release(old)
+
+    def clear(self) -> None:
+        """Drop every kept pipeline and wait until they are shut down (benchmarks measure
+        engines that load their pipelines; tests start from an empty pool)."""
+        with self._lock:
+            out = list(self._entries.values())
+            self._entries.clear()
+            self.dropped += len(out)
+        for old in out:
+            self._drops.release(old)
+        self._drops.settle()
+
+    def close(self) -> None:
+        """Shut every kept pipeline down here, in order (at exit the worker may be gone:
+        Python stops its thread pools before ``atexit`` runs)."""
+        self._drops.close()
+        with self._lock:
+            out = list(self._entries.values())
+            self._entries.clear()
+        for old in out:
+            if old.reset is not None:
+                old.reset.exception()  # its restore ended (the worker waited for it)
+            old.reset = None
+            old.pipe = None
+
+
+KEPT = KeptPipelines()
+"""This process's pool."""
+atexit.register(KEPT.close)  # shut down in order, before the interpreter tears DALI down
+
+
+class OwnPipelines:
+    """One engine's working set of ``kind`` ("chain", "fused"): its latest ``size`` pipelines
+    by key. Those it lets go go to ``pool`` (under the kind, device and threads: another
+    engine's pipeline must match in all) when added as shareable, else they are dropped on the
+    engine's ``reset`` worker; a key it lacks is looked for in the pool."""
+
+    def __init__(self, size: int, kind: str, device: str, num_threads: int, reset: RngReset,
+                 pool: KeptPipelines | None) -> None:
+        self.size = size
+        self.scope: tuple[Hashable, ...] = (kind, device, num_threads)
+        self.entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._reset = reset
+        self._pool = pool
+        self._shareable: dict[Hashable, bool] = {}
+
+    def get(self, key: Hashable) -> tuple[Any, bool] | None:
+        """(entry, taken from the pool) for ``key``; None when neither has it."""
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key], False
+        entry = None if self._pool is None else self._pool.take(self.scope + (key,))
+        if entry is None:
+            return None
+        self._add(key, entry, True)
+        _, device, threads = self.scope
+        note_kept(entry.pipe, 0 if device == "gpu" else None, threads)  # dali_record
+        return entry, True
+
+    def add(self, key: Hashable, entry: Any, shareable: bool) -> None:
+        """A pipeline this engine built or loaded (``shareable``: it may go to the pool)."""
+        self._add(key, entry, shareable)
+
+    def discard(self, entry: Any) -> None:
+        """Drop ``entry`` (a failed render, a state that cannot be put back): never kept."""
+        for key, value in list(self.entries.items()):
+            if value is entry:
+                del self.entries[key]
+                self._shareable.pop(key, None)
+                self._reset.release(entry)
+
+    def close(self) -> None:
+        """Let every pipeline go (to the pool where it may)."""
+        while self.entries:
+            self._let_go(*self.entries.popitem(last=False))
+
+    def _add(self, key: Hashable, entry: Any, shareable: bool) -> None:
+        self.entries[key] = entry
+        self._shareable[key] = shareable
+        while len(self.entries) > self.size:
+            self._let_go(*self.entries.popitem(last=False))
+
+    def _let_go(self, key: Hashable, entry: Any) -> None:
+        shareable = self._shareable.pop(key, False)
+        if self._pool is None or not shareable or entry.pixels <= 0:
+            self._reset.release(entry)
+            return
+        if entry.reset is None and entry.checkpoint is not None:
+            self._reset.after_render(entry, False)  # a stream's state: the first draw again
+        self._pool.give(self.scope + (key,), entry)
