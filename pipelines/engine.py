@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .catalog import CATALOG, Catalog
-from .codegen import Chain, feed_name, preview_module
+from .codegen import Chain, preview_module
 from .custom_budget import check_custom_time
 from .custom_probe import warm_custom
 from .device import Device, resolve
@@ -43,13 +43,14 @@ from .label_render import SampleLabels, label_set, read_labels
 from .labels import DEFAULT_MIN_KEPT
 from .mask_fit import fit_masks
 from .pipeline_cache import PipelineCache, load_or_build
-from .preset import Preset, Step, load
+from .preset import Preset, Step
 from .preview_pipeline import LABEL_INPUTS, ChainModules, build_pipeline, decode_mixed, fed_arrays
 from .render_budget import check_render, plan_render
 from .render_memo import RenderMemo
-from .render_result import Render, SampleRecord, read_outputs, stack_renders
+from .render_result import Render, SampleRecord, read_outputs
 from .rng_reset import RngReset
 from .step_error import StepError, name_step
+from .sweep_render import render_sweep
 from .trace_ahead import TraceAhead, trace_jobs
 
 __all__ = ["MAX_BATCH", "PreviewEngine", "Render", "SampleRecord", "StepError"]
@@ -69,6 +70,7 @@ class _Built:
     reset: Future[None] | None = None
     """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
     pixels: int = 0  # its latest render's footprint (kept_pipelines)
+    busy: bool = False  # a render is using it (kept_pipelines)
 
 
 class PreviewEngine:
@@ -233,6 +235,7 @@ class PreviewEngine:
             encoded = encode_tiles(outputs[0], result[0], encode, quality) if encode else None
             encode_ms = (time.perf_counter() - t_enc) * 1000
             self._reset.after_render(built, stream)
+            built.busy = False
         except Exception as e:  # DALI raises RuntimeError/TypeError/ValueError: name the step
             self._own.discard(built)
             raise name_step(e, built.module_path, built.chain, preset) from e
@@ -245,26 +248,8 @@ class PreviewEngine:
     def render_sweep(self, step: Step, param: str, values: Sequence[Any], *, seed: int = 42,
                      images: Sequence[int] | None = None) -> Render:
         """One step at several values of one parameter: ``tile(i, k)`` is image i at
-        ``values[k]``. A parameter that can differ per sample is fed per sample into one
-        pipeline (one run for the whole row); any other costs one pipeline per value."""
-        spec = self.catalog[step.op]
-        p = spec.param(param)
-        base = Step(step.op, dict(step.params), 1.0, True)
-        if not p.per_sample:
-            parts = []
-            for v in values:
-                base.params[param] = v
-                parts.append(self.render(Preset([base], seed=seed), images=images))
-            return stack_renders(parts)
-        for v in values[1:]:  # fed past the preset's checks: each one checked as its step
-            load(Preset([Step(step.op, {**base.params, param: v}, 1.0, True)]), self.catalog)
-        base.params[param] = values[0]
-        preset = Preset([base], seed=seed)
-        arrays = self._arrays if images is None else [self._arrays[i] for i in images]
-        n, k = len(arrays), len(values)
-        per_sample = np.repeat(np.asarray(values, dtype=np.float64), n)
-        return self.render(preset, draws=k, images=images,
-                           _override={feed_name(0, param): per_sample})
+        ``values[k]`` (:func:`.sweep_render.render_sweep`)."""
+        return render_sweep(self, step, param, values, seed, images)
 
     def render_fused(self, presets: Sequence[Preset | dict | str], *,
                      images: Sequence[int] | None = None) -> list[Render]:

@@ -99,6 +99,7 @@ class _Fused:
     reset: Future[None] | None = None
     """The restore of the first draw scheduled after the last render (:mod:`.rng_reset`)."""
     pixels: int = 0  # its latest render's footprint (kept_pipelines)
+    busy: bool = False  # a render is using it (kept_pipelines)
 
 
 @dataclass
@@ -181,6 +182,7 @@ class FusedRenders:
                 parts.append(read_outputs(outputs[at:at + width], m.chain, n, 1, "cpu"))
                 at += width
             engine._reset.after_render(built, False)
+            built.busy = False
         except Exception as e:
             self._own.discard(built)
             raise FusedError(f"running one pipeline of {len(members)} chains failed: "

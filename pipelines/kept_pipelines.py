@@ -43,6 +43,7 @@ class Keepable(Protocol):
     checkpoint: bytes | None
     reset: Future[None] | None
     pixels: int
+    busy: bool  # handed to a render that has not finished (kept_pipelines never keeps it)
 
 
 class KeptPipelines:
@@ -122,7 +123,9 @@ class OwnPipelines:
     """One engine's working set of ``kind`` ("chain", "fused"): its latest ``size`` pipelines
     by key. Those it lets go go to ``pool`` (under the kind, device and threads: another
     engine's pipeline must match in all) when added as shareable, else they are dropped on the
-    engine's ``reset`` worker; a key it lacks is looked for in the pool."""
+    engine's ``reset`` worker; a key it lacks is looked for in the pool. An entry handed out is
+    ``busy`` until its render clears it: one a render still uses when the engine closes (a
+    worker that outlived its join) is dropped, never given to another engine."""
 
     def __init__(self, size: int, kind: str, device: str, num_threads: int, reset: RngReset,
                  pool: KeptPipelines | None) -> None:
@@ -137,10 +140,12 @@ class OwnPipelines:
         """(entry, taken from the pool) for ``key``; None when neither has it."""
         if key in self.entries:
             self.entries.move_to_end(key)
+            self.entries[key].busy = True
             return self.entries[key], False
         entry = None if self._pool is None else self._pool.take(self.scope + (key,))
         if entry is None:
             return None
+        entry.busy = True
         self._add(key, entry, True)
         _, device, threads = self.scope
         note_kept(entry.pipe, 0 if device == "gpu" else None, threads)  # dali_record
@@ -148,6 +153,7 @@ class OwnPipelines:
 
     def add(self, key: Hashable, entry: Any, shareable: bool) -> None:
         """A pipeline this engine built or loaded (``shareable``: it may go to the pool)."""
+        entry.busy = True
         self._add(key, entry, shareable)
 
     def discard(self, entry: Any) -> None:
@@ -171,7 +177,7 @@ class OwnPipelines:
 
     def _let_go(self, key: Hashable, entry: Any) -> None:
         shareable = self._shareable.pop(key, False)
-        if self._pool is None or not shareable or entry.pixels <= 0:
+        if self._pool is None or not shareable or entry.busy or entry.pixels <= 0:
             self._reset.release(entry)
             return
         if entry.reset is None and entry.checkpoint is not None:

@@ -190,3 +190,18 @@ def test_what_the_pool_holds_is_counted_from_the_renders_plans(arrays):
     h, w = arrays[0].shape[:2]
     assert KEPT.pixels >= 2 * len(arrays) * h * w  # in and out of at least one step
     assert KEPT.pixels <= KEPT.max_pixels
+
+
+def test_a_pipeline_a_render_still_uses_is_dropped_when_its_engine_closes(arrays):
+    """The gallery joins its worker for 30 s, then closes the engine: a render that outlived
+    the join still runs its pipeline, which must not reach another engine. A pipeline is
+    ``busy`` from the moment the engine hands it to a render until that render ends."""
+    preset = load(preset_dict(RANDOM, seed=9))
+    eng = cpu_engine(arrays, PipelineCache(None))
+    eng.render(preset)
+    (built,) = eng._own.entries.values()
+    assert not built.busy  # the render ended
+    again = eng._own.get(next(iter(eng._own.entries)))  # what a new render is handed
+    assert again is not None and again[0] is built and built.busy
+    eng.close()  # while that render would still run
+    assert len(KEPT) == 0 and built.pipe is None
