@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DaliWork", "Outputs", "Recorded", "note_fed", "note_kept", "note_pipeline",
-           "note_ran", "recording", "replay"]
+__all__ = ["DaliWork", "Outputs", "Recorded", "note_fed", "note_graph", "note_kept",
+           "note_pipeline", "note_ran", "recording", "replay"]
 
 
 @dataclass
@@ -180,11 +180,24 @@ def note_pipeline(pipe: Any, blob: Callable[[], bytes], device_id: int | None,
         work.pipeline(pipe, blob, device_id, num_threads)
 
 
+_GRAPHS: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
+"""The serialized graph of each live pipeline made from or into one (the pipeline cache's
+blob): kept pipelines are noted with it. DALI 2.4 on the GPU cannot serialize every pipeline
+it deserialized (9 of a gallery's 20 raised), and serializing costs time."""
+
+
+def note_graph(pipe: Any, blob: bytes) -> None:
+    """``blob`` is ``pipe``'s serialized graph (remembered while ``pipe`` lives)."""
+    _GRAPHS[pipe] = blob
+
+
 def note_kept(pipe: Any, device_id: int | None, num_threads: int) -> None:
     """A preview pipeline was taken built from the kept pipelines (not loaded, not built)."""
     work = _ACTIVE
     if work is not None:
-        work.pipeline(pipe, pipe.serialize, device_id, num_threads, prebuilt=True)
+        blob = _GRAPHS.get(pipe)
+        work.pipeline(pipe, pipe.serialize if blob is None else lambda: blob, device_id,
+                      num_threads, prebuilt=True)
 
 
 def note_fed(pipe: Any, inputs: Mapping[str, Any]) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .dali_record import note_pipeline
+from .dali_record import note_graph, note_pipeline
 from .origin_trace import LAYOUT
 
 CACHE_ENV = "DALI_GALLERY_CACHE"
@@ -177,6 +177,7 @@ def load_built(cache: PipelineCache, key: str, device: str,
                      str(e).splitlines()[0] if str(e) else type(e).__name__)
         cache.discard(key)
         return None
+    note_graph(pipe, blob)
     note_pipeline(pipe, lambda: blob, 0 if device == "gpu" else None, num_threads)
     return pipe, checkpoint
 
@@ -197,5 +198,6 @@ def load_or_build(cache: PipelineCache, key: str | None, device: str, num_thread
                   0 if device == "gpu" else None, num_threads)
     if key is not None:
         assert blob is not None
+        note_graph(pipe, blob)
         cache.store(key, blob, checkpoint is not None)
     return pipe, checkpoint, False

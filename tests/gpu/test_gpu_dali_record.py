@@ -10,6 +10,7 @@ import pytest
 from dali_gallery.pipelines.dali_record import recording, replay
 from dali_gallery.pipelines.device import gpu_count
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.kept_pipelines import KEPT
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
 from tests.pipelines.test_dali_record import assert_fused_replay
@@ -31,20 +32,27 @@ def _replayed(work):
     return got
 
 
-@pytest.mark.parametrize("cached", [False, True], ids=["traced", "loaded from the cache"])
-def test_a_chain_replayed_in_plain_dali_gives_the_previews_pixels(tmp_path, cached):
+@pytest.mark.parametrize("source", ["traced", "loaded", "kept"])
+def test_a_chain_replayed_in_plain_dali_gives_the_previews_pixels(tmp_path, source):
+    """Traced, loaded from the disk cache, or taken built from the kept pipelines (noted
+    with the graph it was loaded from, replayed built before the clock)."""
     arrays = sample_arrays(3)
     preset = load(preset_dict(CHAIN, seed=11))
-    if cached:
+    if source != "traced":
         warm = PreviewEngine("gpu", cache=PipelineCache(tmp_path))
         warm.set_arrays(arrays)
         warm.render(preset, draws=2)
         warm.close()
+        if source == "loaded":
+            KEPT.clear()
     eng = PreviewEngine("gpu", cache=PipelineCache(tmp_path))
     eng.set_arrays(arrays)
     with recording() as work:
         render = eng.render(preset, draws=2)
-    assert (len(work.pipelines), work.runs, eng.cache_hits) == (1, 1, int(cached))
+    assert (len(work.pipelines), work.runs, work.not_serializable) == (1, 1, 0)
+    assert (eng.cache_hits, eng.kept_hits) == {"traced": (0, 0), "loaded": (1, 0),
+                                                "kept": (0, 1)}[source]
+    assert work.pipelines[0].prebuilt == (source == "kept")
     images = _replayed(work)[0, 0][0]
     assert len(images) == len(render.images) == 6
     for mine, k in zip(render.images, range(len(images)), strict=True):

@@ -10,6 +10,7 @@ import pytest
 
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.kept_pipelines import KEPT
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
 from tests.support import SAMPLES, first_batch, one_step, preset_dict, random_value
@@ -87,7 +88,9 @@ def test_groups_match_export_on_gpu(engine, tmp_path, pick):
 
 
 def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
-    """A GPU pipeline loaded from the on-disk cache (a new kernel) equals the traced one."""
+    """A GPU pipeline loaded from the on-disk cache (a new kernel), and one taken built from
+    the pipelines an earlier engine let go (its RNG state past the first draw), equal the
+    traced one."""
     preset = load(preset_dict([
         {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
         {"op": "jitter", "params": {"nDegree": 3}},
@@ -95,16 +98,21 @@ def test_a_cached_gpu_pipeline_renders_identically(engine, tmp_path):
     ], seed=21))
     cache = PipelineCache(tmp_path)
     renders = []
-    for _ in range(2):
+    for source in ("traced", "loaded", "kept"):
+        if source == "loaded":
+            KEPT.clear()
         eng = PreviewEngine("gpu", num_threads=4, cache=cache)
         eng.set_arrays(engine.images, engine.names)
-        renders.append((eng.render(preset, draws=2), eng.cache_hits))
+        renders.append((eng.render(preset, draws=2, stream=True), eng.cache_hits,
+                        eng.kept_hits))
+        eng.render(preset, draws=2, advance=True)  # the state it lets go: past the first
         eng.close()
-    (traced, hits0), (loaded, hits1) = renders
-    assert (hits0, hits1) == (0, 1)
-    for a, b in zip(traced.images, loaded.images, strict=True):
-        np.testing.assert_array_equal(a, b)
-    assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in loaded.records]
+    assert [hits for _, *hits in renders] == [[0, 0], [1, 0], [0, 1]]
+    traced = renders[0][0]
+    for other, *_ in renders[1:]:
+        for a, b in zip(traced.images, other.images, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert [r.to_dict() for r in traced.records] == [r.to_dict() for r in other.records]
 
 
 def test_a_gpu_pipeline_traced_ahead_without_a_gpu_renders_identically(engine, tmp_path):
