@@ -109,7 +109,7 @@ class PreviewEngine:
         self._reset = RngReset()
         pool = KEPT if keep else None
         self._own = OwnPipelines(_CACHE_SIZE, "chain", self.device, self.num_threads,
-                                 self._reset, pool)
+                                 self._reset, pool, str(self.cache.folder))
         self._fused = FusedRenders(self, pool)
 
     # ---- images -------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ class FusedRenders:
     def __init__(self, engine: PreviewEngine, pool: KeptPipelines | None) -> None:
         # every fused pipeline may be shared: no Python operator, every operator checkpointed
         self._own = OwnPipelines(MAX_KEPT, "fused", engine.device, engine.num_threads,
-                                 engine._reset, pool)
+                                 engine._reset, pool, str(engine.cache.folder))
 
     @staticmethod
     def member(engine: PreviewEngine, source: Preset | dict | str) -> _Member | None:

@@ -121,16 +121,18 @@ atexit.register(KEPT.close)  # shut down in order, before the interpreter tears 
 
 class OwnPipelines:
     """One engine's working set of ``kind`` ("chain", "fused"): its latest ``size`` pipelines
-    by key. Those it lets go go to ``pool`` (under the kind, device and threads: another
-    engine's pipeline must match in all) when added as shareable, else they are dropped on the
-    engine's ``reset`` worker; a key it lacks is looked for in the pool. An entry handed out is
-    ``busy`` until its render clears it: one a render still uses when the engine closes (a
-    worker that outlived its join) is dropped, never given to another engine."""
+    by key. Those it lets go go to ``pool`` when added as shareable (under the kind, device,
+    threads and the engine's pipeline cache folder ``cache``: another engine's pipeline must
+    match in all, and one taken never reaches a cache it was not stored in), else they are
+    dropped on the engine's ``reset`` worker; a key it lacks is looked for in the pool. An
+    entry handed out is ``busy`` until its render clears it: one a render still uses when the
+    engine closes (a worker that outlived its join) is dropped, never given to another engine.
+    """
 
     def __init__(self, size: int, kind: str, device: str, num_threads: int, reset: RngReset,
-                 pool: KeptPipelines | None) -> None:
+                 pool: KeptPipelines | None, cache: str | None) -> None:
         self.size = size
-        self.scope: tuple[Hashable, ...] = (kind, device, num_threads)
+        self.scope: tuple[Hashable, ...] = (kind, device, num_threads, cache)
         self.entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._reset = reset
         self._pool = pool
@@ -147,7 +149,7 @@ class OwnPipelines:
             return None
         entry.busy = True
         self._add(key, entry, True)
-        _, device, threads = self.scope
+        _, device, threads, _ = self.scope
         note_kept(entry.pipe, 0 if device == "gpu" else None, threads)  # dali_record
         return entry, True
 

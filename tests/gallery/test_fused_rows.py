@@ -17,6 +17,7 @@ from dali_gallery.gallery.view import GalleryView
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.engine import PreviewEngine
 from dali_gallery.pipelines.fused_render import FusedError
+from dali_gallery.pipelines.kept_pipelines import KEPT
 from dali_gallery.pipelines.label_render import SampleLabels
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 
@@ -63,7 +64,13 @@ def test_fused_rows_are_the_rows_rendered_alone(images, tmp_path):
     assert fused.shown() == fused.visible and "operators in" in fused.status.value
     alone.close()
     fused.close()
-    # a category filter on a new page renders the chunks the full gallery cached
+    # a category filter in the same kernel takes the chunks the full gallery let go, built
+    color = gallery(images, fuse=True, cache=PipelineCache(tmp_path), category="color")
+    assert color.engine.builds == 0 and color.engine.kept_hits >= 1
+    assert color.stats["fused_chunks"] == (1, 0)
+    color.close()
+    # and a new kernel (nothing kept) loads them from the cache the full gallery filled
+    KEPT.clear()
     color = gallery(images, fuse=True, cache=PipelineCache(tmp_path), category="color")
     assert color.engine.builds == color.engine.cache_hits >= 1
     assert color.stats["fused_chunks"] == (1, 0)

@@ -91,6 +91,19 @@ def test_another_device_or_thread_count_does_not_take_it(arrays):
     other.close()
 
 
+def test_an_engine_of_another_pipeline_cache_does_not_take_it(arrays, tmp_path):
+    """A pipeline taken built is not stored in the taker's cache: engines of other caches
+    (tests, benches) each fill their own."""
+    preset = load(preset_dict(RANDOM, seed=10))
+    eng = cpu_engine(arrays, PipelineCache(tmp_path / "a"))
+    eng.render(preset)
+    eng.close()
+    other = cpu_engine(arrays, PipelineCache(tmp_path / "b"))
+    other.render(preset)
+    assert (other.builds, other.kept_hits, len(other.cache.entries())) == (1, 0, 1)
+    other.close()
+
+
 def test_a_failed_render_is_not_kept_and_a_kept_pipeline_names_its_step():
     """A kept pipeline that DALI fails on other images names the failing step as any does;
     a pipeline whose run failed is dropped, never kept (nobody knows its state)."""

@@ -14,6 +14,7 @@ from dali_gallery.gallery.labels_bench import DETECTION_CHAIN, synthetic_labels
 from dali_gallery.pipelines import codegen
 from dali_gallery.pipelines.codegen import chain_source
 from dali_gallery.pipelines.engine import PreviewEngine
+from dali_gallery.pipelines.kept_pipelines import KEPT
 from dali_gallery.pipelines.label_chain_helpers import _flipped, _moved_chain_batch
 from dali_gallery.pipelines.label_code import LabelSet
 from dali_gallery.pipelines.label_helpers import _moved
@@ -165,24 +166,28 @@ def test_the_numpy_pass_is_the_steps_in_turn():
 
 def test_a_chain_moving_labels_after_the_run_is_kept_in_the_pipeline_cache(tmp_path):
     """No Python operator in it: a second kernel loads the labelled pipeline instead of
-    tracing it, and moves the labels the same."""
+    tracing it, another engine of the same kernel takes it built (kept_pipelines), and both
+    move the labels the same."""
     images = bench_images(96, 2)
     labels = synthetic_labels(images, seed=5)
     out = []
-    for _ in range(2):
+    for source in ("traced", "loaded", "kept"):
+        if source == "loaded":
+            KEPT.clear()  # a new kernel keeps nothing
         engine = PreviewEngine("cpu", cache=PipelineCache(tmp_path))
         engine.set_arrays(images)
         engine.set_labels(labels)
         render = engine.render(load(json.dumps(BENCH)), draws=2)
-        out.append((engine.cache_hits, render))
+        out.append(((engine.cache_hits, engine.kept_hits), render))
         engine.close()
-    assert [hits for hits, _ in out] == [0, 1]
-    first, second = (r.labels for _, r in out)
-    for a, b in zip(first, second, strict=True):
-        assert np.array_equal(a.labels.boxes, b.labels.boxes)
-        assert np.array_equal(a.labels.mask, b.labels.mask)
-        assert all(np.array_equal(a.kept[k], b.kept[k]) for k in a.kept)
-    assert all(np.array_equal(x, y) for x, y in zip(out[0][1].images, out[1][1].images,
+    assert [hits for hits, _ in out] == [(0, 0), (1, 0), (0, 1)]
+    first = out[0][1].labels
+    for _, other in out[1:]:
+        for a, b in zip(first, other.labels, strict=True):
+            assert np.array_equal(a.labels.boxes, b.labels.boxes)
+            assert np.array_equal(a.labels.mask, b.labels.mask)
+            assert all(np.array_equal(a.kept[k], b.kept[k]) for k in a.kept)
+    assert all(np.array_equal(x, y) for x, y in zip(out[0][1].images, out[2][1].images,
                                                     strict=True))
 
 
