@@ -12,13 +12,21 @@ operator's recorded stack keeps only the frames outside the DALI package and thi
 generated module's, which is what a step error reads (:mod:`.step_error`: the module's line that
 made the failing operator); an operator the preview makes itself keeps its last frame. Pipelines
 defined elsewhere in the process (a user's own, in the same kernel) keep DALI's full traces.
+
+Lean stacks are also cheaper to take: DALI's ``extract_stack`` reads every frame's source line
+after checking each file on disk (``linecache.checkcache``), for every operator, through
+autograph's deep stacks: 1.7 s of a 5.8 s cold gallery on the 2-core CPU machine. Here the
+frames are summarised without reading anything, the same frames are kept, and only the kept
+ones' lines are read (by DALI, when it stores them).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -53,14 +61,30 @@ def _install() -> None:
             """In DALI or in this package (each generated module is a new file name)."""
             return os.path.abspath(filename).startswith(roots)
 
-        def extract_stack(*args: Any, **kwargs: Any) -> Any:
-            frames = real(*args, **kwargs)
+        def extract_stack(start_frame: int = 0, end_frame: int | None = None) -> Any:
             if not getattr(_LOCAL, "depth", 0):
-                return frames
+                return real(start_frame, end_frame)
+            frames = _frames(dali_trace, start_frame, end_frame)  # where ``real`` would run
             return [f for f in frames if not inside(f.filename)] or list(frames)[-1:]
 
         extract_stack.dali_gallery_lean = True  # type: ignore[attr-defined]
         dali_trace.extract_stack = extract_stack
+
+
+def _frames(dali_trace: Any, start_frame: int, end_frame: int | None) -> list[Any]:
+    """The frames DALI's ``extract_stack(start_frame, end_frame)`` returns when called where
+    this is (the same range of the same stack, autograph's frames filtered and mapped back to
+    the user's code as DALI does), without reading any source line."""
+    limit = dali_trace.get_stack_depth() - start_frame  # counted from this frame, as DALI's
+    end = end_frame - start_frame if end_frame is not None else -1
+    frames = traceback.StackSummary.extract(traceback.walk_stack(sys._getframe()), limit=limit,
+                                            lookup_lines=False)
+    frames.reverse()
+    frames = frames[:end]
+    frame_map, frame_filter = dali_trace.get_frame_map(), dali_trace.get_frame_filter()
+    if not frame_map and not frame_filter:
+        return frames
+    return dali_trace._filter_autograph_frames(frames, frame_map, frame_filter)
 
 
 @contextmanager

@@ -47,6 +47,52 @@ def test_lean_traces_drop_dali_frames_and_keep_the_callers():
     assert len(lean) < len(full) / 2
 
 
+@pytest.mark.parametrize("chain", ["policy", "preview"])
+def test_lean_traces_keep_exactly_the_frames_of_dalis_own_extraction(monkeypatch, chain):
+    """The lean stack is taken without reading source files: the graph it records must be
+    what DALI's own ``extract_stack`` (every line read) gives once the DALI-internal frames
+    are dropped, byte for byte: a policy's operators under autograph, and a preview module's
+    (a random draw, a probability, a fed value)."""
+    from nvidia.dali._utils import dali_trace
+
+    from dali_gallery.pipelines import origin_trace
+    from dali_gallery.pipelines.codegen import preview_module
+    from dali_gallery.pipelines.preview_pipeline import build_pipeline, import_source
+
+    def make():
+        if chain == "policy":
+            return _policy_pipeline()
+        preset = load(preset_dict([
+            {"op": "rotate", "probability": 0.5, "params": {"angle": {"uniform": [-30, 30]}}},
+            {"op": "hsv", "params": {"saturation": 1.3}}]))
+        code, c = preview_module(preset)
+        module = import_source(code, tmp, "dali_gallery_chain_lean_test")
+        return build_pipeline(module, 1, 2, "cpu", 1, False, c.checkpoints, c.conditionals)
+
+    import tempfile
+    from pathlib import Path
+
+    tmp = Path(tempfile.mkdtemp())
+    with lean_traces():
+        lean = make().serialize()
+    origin_trace._install()
+    wrapper = dali_trace.extract_stack
+    real = wrapper.__closure__  # the wrapper keeps DALI's own function
+    dalis = next(c.cell_contents for c in real if getattr(c.cell_contents, "__module__", "")
+                 == dali_trace.__name__)
+    inside = next(c.cell_contents for c in real if getattr(c.cell_contents, "cache_info", None))
+
+    def dalis_filtered(start_frame=0, end_frame=None):
+        frames = dalis(start_frame, end_frame)
+        return [f for f in frames if not inside(f.filename)] or list(frames)[-1:]
+
+    dalis_filtered.dali_gallery_lean = True  # lean_traces installs nothing over it
+    monkeypatch.setattr(dali_trace, "extract_stack", dalis_filtered)
+    with lean_traces():  # no frames of its own now: DALI's extraction, then the same filter
+        reference = make().serialize()
+    assert lean == reference
+
+
 def test_other_threads_keep_full_traces_while_a_preview_is_traced():
     """The switch is per thread: a kernel thread defining its own pipeline meanwhile keeps
     DALI's frames."""
