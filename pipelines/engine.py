@@ -336,7 +336,7 @@ class PreviewEngine:
 
     def _python_ops(self, preset: Preset, chain: Chain) -> bool:
         """Whether the pipeline runs Python (custom operators, labels moved in the graph):
-        DALI cannot serialize it, and its functions belong to this engine's catalog."""
+        DALI cannot serialize it (the pipeline cache cannot keep it)."""
         labels = chain.labels
         return (any(self.catalog[s.op].custom for _, s in preset.active_ops())
                 or (labels is not None and not labels.after_run))
@@ -360,9 +360,9 @@ class PreviewEngine:
             raise name_step(e, path, chain, preset) from e
         self.builds += 1
         built = _Built(pipe, checkpoint, chain, path)
-        # shared through the pool when serializable and its RNG state can be put back
-        self._own.add(key, built, not self._python_ops(preset, chain)
-                      and (checkpoint is not None or not (chain.random or tail)))
+        # shared through the pool when its RNG state can be put back (Python operators too:
+        # the module, the key's code, carries their functions' source)
+        self._own.add(key, built, checkpoint is not None or not (chain.random or tail))
         return built, True
 
     def _build_fresh(self, module: Any, preset: Preset, batch: int, tail: bool,

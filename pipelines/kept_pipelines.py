@@ -8,12 +8,14 @@ is kept built instead of dropped, and the next engine that needs the same pipeli
 it is: a gallery re-rendered for new images or by a cell run again, the builder going back to
 an earlier chain, another view of the same kernel.
 
-What is kept can be shared: no Python operator (its function belongs to one catalog), and a
-random state the next render puts back to the first draw (a checkpoint, or no random draws at
-all). An entry is taken out while an engine uses it, so two engines never run one pipeline.
-The pool is bounded, :data:`MAX_PIPELINES` pipelines and :data:`MAX_PIXELS` of what their
-latest renders held (the render plan's footprint, :mod:`.render_budget`); the least recently
-given go first, shut down on a worker (DALI takes 4-6 ms to shut a pipeline down).
+What is kept can be shared: a pipeline is keyed by its generated module's source (which carries
+the source of every Python operator's function, so those are shared too), seed and batch, and
+kept only when the next render can put its random state back to the first draw (a checkpoint,
+or no random draws at all). An entry is taken out while an engine uses it, so two engines
+never run one pipeline. The pool is bounded, :data:`MAX_PIPELINES` pipelines and
+:data:`MAX_PIXELS` of what their latest renders held (the render plan's footprint,
+:mod:`.render_budget`); the least recently given go first, shut down on a worker (DALI takes
+4-6 ms to shut a pipeline down).
 """
 
 from __future__ import annotations

@@ -71,12 +71,48 @@ def test_two_engines_never_hold_one_pipeline(arrays):
     assert len(KEPT) == 1
 
 
-def test_python_operators_are_never_kept(arrays):
-    preset = load(preset_dict([{"op": "custom.vignette", "params": {"strength": 0.8}}]))
-    eng = cpu_engine(arrays, PipelineCache(None))
-    eng.render(preset)
-    eng.close()
-    assert len(KEPT) == 0
+def _shift(amount: int):
+    def shift(image, level):
+        return (image.astype(np.int16) + amount).clip(0, 255).astype(np.uint8)
+
+    return shift
+
+
+def test_python_operators_are_kept_by_their_functions_source(arrays):
+    """A pipeline with a Python operator is keyed by its module, which carries the function's
+    source: another catalog's operator of the same name but another function builds its own."""
+    from dali_gallery.pipelines.catalog import CATALOG, Catalog
+    from dali_gallery.pipelines.custom import custom_op
+    from dali_gallery.pipelines.params import Param
+
+    level = (Param("level", "float", 0.5, "A value", bounds=(0, 1), slider=(0, 1), step=0.01,
+                   runtime=True),)
+    one, two = Catalog(list(CATALOG.values())), Catalog(list(CATALOG.values()))
+    custom_op("custom.kept_shift", "Shift.", params=level, catalog=one)(_shift(40))
+    custom_op("custom.kept_shift", "Shift.", params=level, catalog=two)(_shift(90))
+    preset = load(preset_dict([{"op": "custom.kept_shift", "params": {"level": 0.5}}]),
+                  one)
+
+    def engine(catalog):
+        eng = PreviewEngine("cpu", num_threads=2, cache=PipelineCache(None), catalog=catalog)
+        eng.set_arrays(arrays)
+        return eng
+
+    first = engine(one)
+    made = first.render(preset)
+    first.close()
+    assert len(KEPT) == 1
+    same_catalog = engine(one)
+    same(same_catalog.render(preset), made)
+    assert (same_catalog.builds, same_catalog.kept_hits) == (0, 1)
+    same_catalog.close()
+    other = engine(two)
+    shifted = other.render(load(preset_dict([{"op": "custom.kept_shift",
+                                              "params": {"level": 0.5}}]), two))
+    assert (other.builds, other.kept_hits) == (1, 0)
+    diff = shifted.images[0].astype(int) - made.images[0].astype(int)
+    assert diff.max() == 50  # its own function ran
+    other.close()
 
 
 def test_another_device_or_thread_count_does_not_take_it(arrays):
