@@ -17,7 +17,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,24 +149,6 @@ def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
         else:
             _ORIGINALS.keep(originals, cell, px, jpegs[0])
     return Strips(jpegs, cell, len(originals), px)
-
-
-STRIP_ROWS = 4
-"""Rows whose strips are encoded at once (:func:`strips_later`). One at a time, the cards
-thread was a warm GPU gallery's slowest part: on an H100, 0.96 s of strips (0.74 s of it in
-nvImageCodec) while the renders took 0.6 s and then waited for it."""
-_ROWS: ThreadPoolExecutor | None = None
-
-
-def strips_later(result: RowResult, originals: list[np.ndarray], px: int,
-                 labels: LabelState | None, gpu: bool) -> Future[Strips]:
-    """:func:`row_strips` on a pool of :data:`STRIP_ROWS` threads (each its own nvImageCodec
-    encoder): the cards thread takes them in render order."""
-    global _ROWS
-    with _POOL_LOCK:
-        if _ROWS is None:
-            _ROWS = ThreadPoolExecutor(STRIP_ROWS, thread_name_prefix="dali-gallery-strips")
-    return _ROWS.submit(row_strips, result, originals, px, labels, gpu=gpu)
 
 
 class _OriginalsStrips:

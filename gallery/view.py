@@ -44,7 +44,7 @@ from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 from .card_queue import CardQueue
 from .fused_rows import RowRenderer
 from .gallery_images import decode_first, encode_arrays, problem_text
-from .row import CardZoom, Row, Strips, slug, strips_later, tile_px
+from .row import CardZoom, Row, Strips, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, gallery_ops
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls, summary
@@ -310,10 +310,9 @@ class GalleryView:
                 self.stats["row_ms"][op] = round(result.ms, 1)
                 self.stats.setdefault("first_row_s",
                                       round(time.perf_counter() - self.stats["started"], 3))
-            # strips encoded (rows at once), cards made in order, while DALI renders the next
-            strips = strips_later(result, originals, px, labels, self.engine.device == "gpu")
-            cards.append(self.cards.submit(self._card, job, spec, result, strips,
-                                           (originals, names), labels))
+            # the strips are encoded and the card made while DALI renders the next rows
+            cards.append(self.cards.submit(self._card, job, spec, result, originals, names,
+                                           px, labels))
         for card in cards:
             card.result()  # an encoding failure is this job's: the scheduler reports it
         with self._lock:
@@ -324,13 +323,14 @@ class GalleryView:
             self.stats["fused_chunks"] = (rows.fused_chunks, rows.failed_chunks)
         self.cards.deliver(lambda: self._finish(job), self._ui_error)
 
-    def _card(self, job: _Job, spec: OpSpec, result: RowResult, strips: Future[Strips],
-              images: tuple[list[np.ndarray], list[str]], labels: LabelState | None) -> None:
-        """Card thread (one: cards come in render order): the row's strips, then its card."""
-        if self._current(job.gen):  # an encoding failure raises here, in its job
-            done = strips.result()
-            self.cards.deliver(lambda: self._publish(job.key, spec, result, done, images,
-                                                     labels), self._ui_error)
+    def _card(self, job: _Job, spec: OpSpec, result: RowResult, originals: list[np.ndarray],
+              names: list[str], px: int, labels: LabelState | None) -> None:
+        """Card thread (one: cards come in render order): a row's strips, then its card."""
+        if not self._current(job.gen):
+            return
+        strips = row_strips(result, originals, px, labels, gpu=self.engine.device == "gpu")
+        self.cards.deliver(lambda: self._publish(job.key, spec, result, strips,
+                                                 (originals, names), labels), self._ui_error)
 
     def _delivered(self, outcome: Outcome[_Job, None]) -> None:
         """Main thread: a job that raised is a bug; say so if its generation is current."""

@@ -353,51 +353,45 @@ def test_clicking_a_tile_opens_it_large_in_its_card(full, squares):
 
 
 def test_cards_are_encoded_while_the_next_rows_render(squares, monkeypatch):
-    """A row's strips are encoded on the strips threads (several rows at once), not the
-    render worker, so DALI renders the next row meanwhile; every card still arrives, in
-    render order, before the gallery says it is done."""
-    import dali_gallery.gallery.row as row_mod
+    """A row's strips are encoded (and its card made) on the cards thread, not the render
+    worker, so DALI renders the next row meanwhile; every card still arrives, in render
+    order, before the gallery says it is done."""
     import dali_gallery.gallery.view as view_mod
 
     threads: dict[str, str] = {}
     events: list[tuple[str, str]] = []
-    real_strips, real_render = row_mod.row_strips, view_mod.RowRenderer.render
-    real_publish = view_mod.GalleryView._publish
+    real_strips, real_render = view_mod.row_strips, view_mod.RowRenderer.render
 
     def strips(result, *args, **kw):
         threads[result.plan.op] = threading.current_thread().name
+        events.append(("encoded", result.plan.op))
         return real_strips(result, *args, **kw)
 
     def render(rows, spec):
         events.append(("rendered", spec.name))
         return real_render(rows, spec)
 
-    def publish(view, key, spec, *args, **kw):
-        events.append(("published", spec.name))
-        return real_publish(view, key, spec, *args, **kw)
-
-    monkeypatch.setattr(row_mod, "row_strips", strips)
+    monkeypatch.setattr(view_mod, "row_strips", strips)
     monkeypatch.setattr(view_mod.RowRenderer, "render", render)
-    monkeypatch.setattr(view_mod.GalleryView, "_publish", publish)
     view = GalleryView(device="cpu", size=128, max_images=2)
     view.category.value = "color"
     view.set_arrays(squares, ["a", "b"])
     assert view.wait_idle(120), view.status.value
     rendered = [op for what, op in events if what == "rendered"]
     assert set(threads) == set(view.visible) == set(rendered)
-    assert {name.rsplit("_", 1)[0] for name in threads.values()} == {"dali-gallery-strips"}
-    assert [op for what, op in events if what == "published"] == rendered  # render order
+    assert set(threads.values()) == {"dali-gallery-cards_0"}
+    assert [op for what, op in events if what == "encoded"] == rendered  # render order
     assert view.shown() == view.visible and "operators in" in view.status.value
     view.close()
 
 
 def test_a_card_that_cannot_be_encoded_is_reported(squares, monkeypatch):
-    import dali_gallery.gallery.row as row_mod
+    import dali_gallery.gallery.view as view_mod
 
     def broken(result, *args, **kw):
         raise OSError(f"no encoder for {result.plan.op}")
 
-    monkeypatch.setattr(row_mod, "row_strips", broken)
+    monkeypatch.setattr(view_mod, "row_strips", broken)
     view = GalleryView(device="cpu", size=128, max_images=1)
     view.search.value = "brightness"
     view.set_arrays(squares[:1])
