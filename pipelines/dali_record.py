@@ -132,7 +132,8 @@ class DaliWork:
                 int(v) for v in archive["counts"])
             k = 0
             while f"p{k}" in names:
-                device_id, threads, runs, prebuilt = (int(v) for v in archive[f"p{k}_setup"])
+                setup = [int(v) for v in archive[f"p{k}_setup"]] + [0]  # older: no 4th
+                device_id, threads, runs, prebuilt = setup[:4]
                 entry = Recorded(archive[f"p{k}"].tobytes(), None if device_id < 0 else device_id,
                                  threads, [{} for _ in range(runs)], bool(prebuilt))
                 prefix = f"p{k}_r"

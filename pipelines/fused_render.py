@@ -26,7 +26,7 @@ from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
 from .fed_values import PREFIX, fed_nodes, feed, run_fed
-from .kept_pipelines import KeptPipelines, OwnPipelines
+from .kept_pipelines import KEPT, KeptPipelines, OwnPipelines
 from .origin_trace import lean_traces
 from .pipeline_cache import load_or_build
 from .preset import Preset
@@ -217,6 +217,7 @@ class FusedRenders:
             total += plan.passed[1]
             work += plan.work
         LEDGER.hold_render(engine, total)
+        KEPT.fit(budget.kernel_pixels - held - total)  # kept pipelines make room
         return total
 
     def _pipeline(self, engine: PreviewEngine, members: list[_Member],

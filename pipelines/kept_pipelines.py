@@ -27,6 +27,7 @@ from collections.abc import Hashable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from .budget import LEDGER, current
 from .dali_record import note_kept
 from .rng_reset import RngReset
 
@@ -36,8 +37,11 @@ images uses ~24, the builder a few."""
 MAX_PIXELS = 256_000_000
 """Pixels of the kept pipelines' latest render plans, summed (each plan's footprint: its largest
 step's inputs and outputs). A gallery of 4 images of 256x256 keeps 20 pipelines of 125 MP; the
-process held 70-100 MB more with them than without (RSS, CPU), far below 125 MP as RGB (375 MB):
-the bound errs on the safe side. Larger images keep fewer of a gallery's pipelines."""
+process held 17-100 MB more with them than without (RSS, CPU), far below 125 MP as RGB (375 MB):
+the bound errs on the safe side. Larger images keep fewer of a gallery's pipelines. The pool
+also yields to the kernel's budget (:mod:`.budget`): it keeps at most what the decoded images
+and the engines' latest renders leave, and each render cuts it to what its own plan leaves
+(on the GPU the pipelines hold device buffers; ``KEPT.clear()`` frees them)."""
 
 
 class Keepable(Protocol):
@@ -49,7 +53,8 @@ class Keepable(Protocol):
 
 
 class KeptPipelines:
-    """The pool: :meth:`take` and :meth:`give`, under one lock (engines of several threads)."""
+    """The pool: :meth:`take` and :meth:`give` under one lock (engines of several threads),
+    drops under another (:class:`RngReset` is one thread's)."""
 
     def __init__(self, max_pipelines: int = MAX_PIPELINES, max_pixels: int = MAX_PIXELS) -> None:
         self.max_pipelines = max_pipelines
@@ -57,6 +62,7 @@ class KeptPipelines:
         self._entries: OrderedDict[Hashable, Keepable] = OrderedDict()
         self._lock = threading.Lock()
         self._drops = RngReset()  # its one worker shuts down what the pool lets go
+        self._drop_lock = threading.Lock()
         self.taken = 0
         self.dropped = 0
 
@@ -77,19 +83,28 @@ class KeptPipelines:
 
     def give(self, key: Hashable, entry: Keepable) -> None:
         """Keep ``entry`` (its random state put back to the first draw, or being put back:
-        ``entry.reset``) for the next :meth:`take` of ``key``; drops what no longer fits."""
+        ``entry.reset``) for the next :meth:`take` of ``key``; drops what no longer fits,
+        within :data:`MAX_PIXELS` and the room the kernel's budget leaves (:meth:`fit`)."""
         with self._lock:
             out = [] if key not in self._entries else [self._entries.pop(key)]
             self._entries[key] = entry
+        self.fit(_room())
+        self._drop(out)
+
+    def fit(self, room: int) -> None:
+        """Drop the least recently given until the pool holds at most ``room`` pixels (and
+        its own bounds): a render about to run makes room for itself in the kernel's budget
+        (:func:`.render_budget.check_render`), so what is kept never pushes the kernel past
+        it."""
+        with self._lock:
+            out = []
             total = sum(e.pixels for e in self._entries.values())
             while self._entries and (len(self._entries) > self.max_pipelines
-                                     or total > self.max_pixels):
+                                     or total > min(self.max_pixels, room)):
                 _, old = self._entries.popitem(last=False)
                 total -= old.pixels
                 out.append(old)
-            self.dropped += len(out)
-        for old in out:
-            self._drops.release(old)
+        self._drop(out)
 
     def clear(self) -> None:
         """Drop every kept pipeline and wait until they are shut down (benchmarks measure
@@ -97,15 +112,15 @@ class KeptPipelines:
         with self._lock:
             out = list(self._entries.values())
             self._entries.clear()
-            self.dropped += len(out)
-        for old in out:
-            self._drops.release(old)
-        self._drops.settle()
+        self._drop(out)
+        with self._drop_lock:
+            self._drops.settle()
 
     def close(self) -> None:
         """Shut every kept pipeline down here, in order (at exit the worker may be gone:
         Python stops its thread pools before ``atexit`` runs)."""
-        self._drops.close()
+        with self._drop_lock:
+            self._drops.close()
         with self._lock:
             out = list(self._entries.values())
             self._entries.clear()
@@ -114,6 +129,18 @@ class KeptPipelines:
                 old.reset.exception()  # its restore ended (the worker waited for it)
             old.reset = None
             old.pipe = None
+
+    def _drop(self, out: list[Keepable]) -> None:
+        with self._drop_lock:
+            self.dropped += len(out)
+            for old in out:
+                self._drops.release(old)
+
+
+def _room() -> int:
+    """Pixels the kernel's budget leaves beside its decoded images and latest renders."""
+    budget = current()
+    return max(0, budget.kernel_pixels - LEDGER.held())
 
 
 KEPT = KeptPipelines()
@@ -139,39 +166,48 @@ class OwnPipelines:
         self._reset = reset
         self._pool = pool
         self._shareable: dict[Hashable, bool] = {}
+        self._lock = threading.Lock()  # a render's thread, and close() from another
+        self._closed = False
 
     def get(self, key: Hashable) -> tuple[Any, bool] | None:
-        """(entry, taken from the pool) for ``key``; None when neither has it."""
-        if key in self.entries:
-            self.entries.move_to_end(key)
-            self.entries[key].busy = True
-            return self.entries[key], False
-        entry = None if self._pool is None else self._pool.take(self.scope + (key,))
-        if entry is None:
-            return None
-        entry.busy = True
-        self._add(key, entry, True)
+        """(entry, taken from the pool) for ``key``, handed out ``busy``; None when neither
+        has it (or the engine is closed: a render that outlived it takes nothing kept)."""
+        with self._lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                self.entries[key].busy = True
+                return self.entries[key], False
+            taken = None if self._pool is None or self._closed else self._pool.take(
+                self.scope + (key,))
+            if taken is None:
+                return None
+            taken.busy = True
+            self._add(key, taken, True)
         _, device, threads, _ = self.scope
-        note_kept(entry.pipe, 0 if device == "gpu" else None, threads)  # dali_record
-        return entry, True
+        note_kept(taken.pipe, 0 if device == "gpu" else None, threads)  # dali_record
+        return taken, True
 
     def add(self, key: Hashable, entry: Any, shareable: bool) -> None:
         """A pipeline this engine built or loaded (``shareable``: it may go to the pool)."""
-        entry.busy = True
-        self._add(key, entry, shareable)
+        with self._lock:
+            entry.busy = True
+            self._add(key, entry, shareable and not self._closed)
 
     def discard(self, entry: Any) -> None:
         """Drop ``entry`` (a failed render, a state that cannot be put back): never kept."""
-        for key, value in list(self.entries.items()):
-            if value is entry:
-                del self.entries[key]
-                self._shareable.pop(key, None)
-                self._reset.release(entry)
+        with self._lock:
+            for key, value in list(self.entries.items()):
+                if value is entry:
+                    del self.entries[key]
+                    self._shareable.pop(key, None)
+                    self._reset.release(entry)
 
     def close(self) -> None:
         """Let every pipeline go (to the pool where it may)."""
-        while self.entries:
-            self._let_go(*self.entries.popitem(last=False))
+        with self._lock:
+            self._closed = True
+            while self.entries:
+                self._let_go(*self.entries.popitem(last=False))
 
     def _add(self, key: Hashable, entry: Any, shareable: bool) -> None:
         self.entries[key] = entry

@@ -13,11 +13,12 @@ generated module's, which is what a step error reads (:mod:`.step_error`: the mo
 made the failing operator); an operator the preview makes itself keeps its last frame. Pipelines
 defined elsewhere in the process (a user's own, in the same kernel) keep DALI's full traces.
 
-Lean stacks are also cheaper to take: DALI's ``extract_stack`` reads every frame's source line
-after checking each file on disk (``linecache.checkcache``), for every operator, through
-autograph's deep stacks: 1.7 s of a 5.8 s cold gallery on the 2-core CPU machine. Here the
-frames are summarised without reading anything, the same frames are kept, and only the kept
-ones' lines are read (by DALI, when it stores them).
+Lean stacks are also cheaper to take: DALI's ``extract_stack`` reads every frame's source line,
+so every file of the stack is then fully cached and checked on disk again
+(``linecache.checkcache``, a ``stat``) for every operator, through autograph's deep stacks: 1.7 s
+of a 5.8 s cold gallery on the 2-core CPU machine. Here the frames are summarised without
+reading their lines (files never read stay lazily cached, which ``checkcache`` skips), the same
+frames are kept, and only the kept ones' lines are read (by DALI, when it stores them).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from .budget import LEDGER, Budget, current, mp
 from .canvas import Canvas, Fixed, Shorter, Size, Span
 from .catalog import CATALOG, Catalog
 from .codegen import feed_name
+from .kept_pipelines import KEPT
 from .params import Param
 from .preset import GROUP_KEY, Choice, Group, Preset, Step, Uniform
 from .step_error import StepError
@@ -335,13 +336,15 @@ def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws
     """Plans the render ``owner`` (an engine) is about to run (or takes ``plan``, that
     render's :func:`plan_render`) and checks it against the budgets; raises
     :class:`BudgetError` (a :class:`StepError`) before any DALI work. On success the plan's
-    footprint becomes ``owner``'s render in the kernel's ledger."""
+    footprint becomes ``owner``'s render in the kernel's ledger, and the pipelines kept built
+    (:mod:`.kept_pipelines`) are cut to what the kernel's budget leaves beside it."""
     budget = budget or current()
     if plan is None:
         plan = plan_render(preset, [a.shape[:2] for a in arrays], draws, tail=tail,
                            overrides=overrides, catalog=catalog)
-    check_plan(plan, budget, held=LEDGER.held(excluding=owner),
-               device=getattr(owner, "device", "cpu"))
+    held = LEDGER.held(excluding=owner)
+    check_plan(plan, budget, held=held, device=getattr(owner, "device", "cpu"))
     assert plan.passed is not None  # check_plan sets it or raises
     LEDGER.hold_render(owner, plan.passed[1])
+    KEPT.fit(budget.kernel_pixels - held - plan.passed[1])  # kept pipelines make room
     return plan

@@ -226,3 +226,17 @@ def test_a_kept_pipeline_is_noted_with_the_graph_it_was_made_from(arrays, tmp_pa
     for mine, plain in zip(render.images, got[0], strict=True):
         np.testing.assert_array_equal(mine, plain)
     eng.close()
+
+
+def test_work_saved_before_the_prebuilt_flag_still_loads(arrays, tmp_path):
+    eng = cpu_engine(arrays, PipelineCache(tmp_path / "cache"))
+    with recording() as work:
+        eng.render(load(preset_dict(FIXED, seed=3)))
+    eng.close()
+    work.save(tmp_path / "new.npz")
+    with np.load(tmp_path / "new.npz") as archive:
+        old = {k: archive[k] for k in archive.files}
+    old["p0_setup"] = old["p0_setup"][:3]  # device, threads, runs: the earlier layout
+    np.savez(tmp_path / "old.npz", **old)
+    (entry,) = dali_record.DaliWork.load(tmp_path / "old.npz").pipelines
+    assert not entry.prebuilt and entry.blob == work.pipelines[0].blob

@@ -254,3 +254,51 @@ def test_a_pipeline_a_render_still_uses_is_dropped_when_its_engine_closes(arrays
     assert again is not None and again[0] is built and built.busy
     eng.close()  # while that render would still run
     assert len(KEPT) == 0 and built.pipe is None
+
+
+def test_a_render_makes_room_for_itself_in_the_kernels_budget(arrays):
+    """What is kept counts against the kernel's pixel budget: a render whose plan leaves less
+    room than the pool holds drops kept pipelines first (and is never refused for them)."""
+    from dali_gallery.pipelines.budget import LEDGER, Budget, configure, current
+
+    eng = cpu_engine(arrays, PipelineCache(None))
+    eng.render(load(preset_dict(RANDOM, seed=12)), draws=2)
+    eng.close()
+    kept = KEPT.pixels
+    assert kept > 0
+    other = cpu_engine(arrays, PipelineCache(None))
+    fixed = load(preset_dict([{"op": "hsv", "params": {"saturation": 1.2}}]))
+    before = current()
+    try:  # room for the images and this render, not for the kept pipeline beside them
+        need = LEDGER.held(excluding=other) + 2 * sum(a.shape[0] * a.shape[1] for a in arrays)
+        configure(Budget(image_pixels=before.image_pixels, render_pixels=before.render_pixels,
+                         kernel_pixels=need + kept // 2, render_work=before.render_work))
+        other.render(fixed)
+    finally:
+        configure(before)
+    assert len(KEPT) == 0
+    other.close()
+
+
+def test_a_working_set_takes_nothing_kept_once_closed():
+    """A render that outlived its engine's close (the gallery joins its worker for 30 s) finds
+    nothing in the pool: what it makes stays its own, never given to another engine."""
+    from dali_gallery.pipelines.kept_pipelines import OwnPipelines
+    from dali_gallery.pipelines.rng_reset import RngReset
+
+    pool, reset = KeptPipelines(), RngReset()
+    try:
+        pool.give(("chain", "cpu", 2, None, "k"), _Entry(10))
+        own = OwnPipelines(3, "chain", "cpu", 2, reset, pool, None)
+        own.close()
+        assert own.get("k") is None and len(pool) == 1
+        late = _Entry(10)
+        own.add("k2", late, True)
+        late.busy = False
+        own.close()
+        assert len(pool) == 1  # the late one was not given
+        reset.settle()
+        assert late.pipe is None  # dropped, not kept
+    finally:
+        reset.close()
+        pool.close()
