@@ -62,8 +62,9 @@ class Chain:
     checkpoints: bool = True  # whether DALI can checkpoint every operator (OpSpec.checkpoints)
     random: bool = False
     """Whether the chain draws random numbers (a sampled value, a probability, a group's pick,
-    a seeded operator): one that draws none gives the same images every run, so it needs no
-    RNG state put back (a chain DALI cannot checkpoint is then not built again)."""
+    a seeded operator, the preview's training tail): one that draws none gives the same images
+    every run, so it needs no RNG state put back (a chain DALI cannot checkpoint is then not
+    built again, and may be kept: ``engine._Built.restorable``)."""
     module_lines: dict[int, range] = field(default_factory=dict)
     """Step index -> the lines (1-based) its block occupies in the preview module; set by
     :func:`preview_module`, read to name the step behind a line DALI reports."""

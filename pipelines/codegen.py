@@ -270,6 +270,7 @@ def preview_module(preset: Preset, *, tail: bool = False, catalog: Catalog = CAT
     tail_kinds: list[tuple[Any, ...]] = []  # the tail's moves after the run, last
     finish = tuple(tail_lines(output, labels, True, tail_kinds)) if output else None
     chain.after_run_kinds += tail_kinds
+    chain.random |= output is not None  # the training tail may draw (a random crop, a mirror)
     chain.kept += [TAIL_KEPT] if output and output.crop and labels else []  # finish's, last
     functions = tuple(catalog[s.op].custom_code for _, s in preset.active_ops()
                       if catalog[s.op].custom)

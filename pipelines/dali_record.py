@@ -233,12 +233,11 @@ Outputs = Callable[[int, int, list[Any]], None]
 """``(pipeline, run, host outputs)``: what a replay's run gave (tests compare it)."""
 
 
-def replay(work: DaliWork, outputs: Outputs | None = None, *, prebuilt: bool = True) -> float:
+def replay(work: DaliWork, outputs: Outputs | None = None) -> float:
     """Seconds plain DALI takes to do ``work``: each pipeline deserialized and built, then fed
     and run as often as the preview ran it, its outputs copied to the host (and handed to
     ``outputs``, outside the time), then shut down. Pipelines the preview took built
-    (``Recorded.prebuilt``) are built and shut down outside the time (``prebuilt=False``:
-    inside, as a process that has kept none would)."""
+    (``Recorded.prebuilt``) are built and shut down outside the time."""
     from nvidia.dali import Pipeline
 
     def build(entry: Recorded) -> Any:
@@ -248,11 +247,11 @@ def replay(work: DaliWork, outputs: Outputs | None = None, *, prebuilt: bool = T
         pipe.build()
         return pipe
 
-    ready = {k: build(e) for k, e in enumerate(work.pipelines) if prebuilt and e.prebuilt}
+    ready = {k: build(e) for k, e in enumerate(work.pipelines) if e.prebuilt}
     aside = 0.0
     t0 = time.perf_counter()
     for k, entry in enumerate(work.pipelines):
-        pipe = ready.get(k) or build(entry)
+        pipe = ready[k] if k in ready else build(entry)
         for j, inputs in enumerate(entry.runs):
             for name, data in inputs.items():
                 pipe.feed_input(name, data)

@@ -72,6 +72,12 @@ class _Built:
     pixels: int = 0  # its latest render's footprint (kept_pipelines)
     busy: bool = False  # a render is using it (kept_pipelines)
 
+    @property
+    def restorable(self) -> bool:
+        """Whether its next render can start from the first draw: a checkpoint to restore, or
+        no random draws at all (else it is built again, and never kept)."""
+        return self.checkpoint is not None or not self.chain.random
+
 
 class PreviewEngine:
     """Renders presets on a set of images through real DALI pipelines.
@@ -207,12 +213,11 @@ class PreviewEngine:
                      catalog=self.catalog, plan=plan)  # pixel budgets, before any DALI work
         t0 = time.perf_counter()
         built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
-        if (built.checkpoint is None and built.runs > 0 and not advance
-                and (built.chain.random or tail)):  # a fresh RNG state: built again
+        if not built.restorable and built.runs > 0 and not advance:  # fresh RNG: built again
             self._own.discard(built)
             built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
         built.runs += 1
-        built.pixels = plan.passed[1] if plan.passed else 0
+        built.pixels = plan.passed[1]  # check_render set it
         feeds: dict[str, Any] = dict(self._memo.derived(  # once per document and batch
             None if sized is None else ("fed", key, batch, tuple(built.chain.feeds)),
             lambda: fed_arrays(preset, built.chain.feeds, batch, _override)))
@@ -360,9 +365,8 @@ class PreviewEngine:
             raise name_step(e, path, chain, preset) from e
         self.builds += 1
         built = _Built(pipe, checkpoint, chain, path)
-        # shared through the pool when its RNG state can be put back (Python operators too:
-        # the module, the key's code, carries their functions' source)
-        self._own.add(key, built, checkpoint is not None or not (chain.random or tail))
+        self._own.add(key, built)  # kept when restorable (Python operators too: the module,
+        # the key's code, carries their functions' source)
         return built, True
 
     def _build_fresh(self, module: Any, preset: Preset, batch: int, tail: bool,

@@ -101,6 +101,11 @@ class _Fused:
     pixels: int = 0  # its latest render's footprint (kept_pipelines)
     busy: bool = False  # a render is using it (kept_pipelines)
 
+    @property
+    def restorable(self) -> bool:
+        """Always, once built: every member's operators are checkpointed (``fusible``)."""
+        return self.checkpoint is not None
+
 
 @dataclass
 class _Member:
@@ -115,7 +120,6 @@ class FusedRenders:
     renders; :meth:`PreviewEngine.render_fused` is the way in."""
 
     def __init__(self, engine: PreviewEngine, pool: KeptPipelines | None) -> None:
-        # every fused pipeline may be shared: no Python operator, every operator checkpointed
         self._own = OwnPipelines(MAX_KEPT, "fused", engine.device, engine.num_threads,
                                  engine._reset, pool, str(engine.cache.folder))
 
@@ -238,5 +242,5 @@ class FusedRenders:
         engine.cache_hits += loaded
         engine.builds += 1
         built = _Fused(pipe, checkpoint)
-        self._own.add(key, built, True)
+        self._own.add(key, built)
         return built, True

@@ -51,6 +51,10 @@ class Keepable(Protocol):
     pixels: int
     busy: bool  # handed to a render that has not finished (kept_pipelines never keeps it)
 
+    @property
+    def restorable(self) -> bool:
+        """Whether its next render can start from the first draw (only such are kept)."""
+
 
 class KeptPipelines:
     """The pool: :meth:`take` and :meth:`give` under one lock (engines of several threads),
@@ -150,7 +154,7 @@ atexit.register(KEPT.close)  # shut down in order, before the interpreter tears 
 
 class OwnPipelines:
     """One engine's working set of ``kind`` ("chain", "fused"): its latest ``size`` pipelines
-    by key. Those it lets go go to ``pool`` when added as shareable (under the kind, device,
+    by key. Those it lets go go to ``pool`` when ``restorable`` (under the kind, device,
     threads and the engine's pipeline cache folder ``cache``: another engine's pipeline must
     match in all, and one taken never reaches a cache it was not stored in), else they are
     dropped on the engine's ``reset`` worker; a key it lacks is looked for in the pool. An
@@ -165,7 +169,7 @@ class OwnPipelines:
         self.entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._reset = reset
         self._pool = pool
-        self._shareable: dict[Hashable, bool] = {}
+        self._late: set[Hashable] = set()  # added after close: never given
         self._lock = threading.Lock()  # a render's thread, and close() from another
         self._closed = False
 
@@ -182,16 +186,18 @@ class OwnPipelines:
             if taken is None:
                 return None
             taken.busy = True
-            self._add(key, taken, True)
+            self._add(key, taken)
         _, device, threads, _ = self.scope
         note_kept(taken.pipe, 0 if device == "gpu" else None, threads)  # dali_record
         return taken, True
 
-    def add(self, key: Hashable, entry: Any, shareable: bool) -> None:
-        """A pipeline this engine built or loaded (``shareable``: it may go to the pool)."""
+    def add(self, key: Hashable, entry: Any) -> None:
+        """A pipeline this engine built or loaded, handed out ``busy``."""
         with self._lock:
             entry.busy = True
-            self._add(key, entry, shareable and not self._closed)
+            if self._closed:
+                self._late.add(key)
+            self._add(key, entry)
 
     def discard(self, entry: Any) -> None:
         """Drop ``entry`` (a failed render, a state that cannot be put back): never kept."""
@@ -199,7 +205,7 @@ class OwnPipelines:
             for key, value in list(self.entries.items()):
                 if value is entry:
                     del self.entries[key]
-                    self._shareable.pop(key, None)
+                    self._late.discard(key)
                     self._reset.release(entry)
 
     def close(self) -> None:
@@ -209,15 +215,15 @@ class OwnPipelines:
             while self.entries:
                 self._let_go(*self.entries.popitem(last=False))
 
-    def _add(self, key: Hashable, entry: Any, shareable: bool) -> None:
+    def _add(self, key: Hashable, entry: Any) -> None:
         self.entries[key] = entry
-        self._shareable[key] = shareable
         while len(self.entries) > self.size:
             self._let_go(*self.entries.popitem(last=False))
 
     def _let_go(self, key: Hashable, entry: Any) -> None:
-        shareable = self._shareable.pop(key, False)
-        if self._pool is None or not shareable or entry.busy or entry.pixels <= 0:
+        late = key in self._late
+        self._late.discard(key)
+        if self._pool is None or late or not entry.restorable or entry.busy or entry.pixels <= 0:
             self._reset.release(entry)
             return
         if entry.reset is None and entry.checkpoint is not None:

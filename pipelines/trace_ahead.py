@@ -65,7 +65,8 @@ def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> lis
     """The jobs of ``PreviewEngine.trace_ahead``: renders ``(preset, draws)`` on all the
     engine's images whose pipelines need conditionals (slow to trace) and that its cache
     lacks (none with labels or Python operators: those are never cached)."""
-    if not engine.cache.enabled or engine.labels is not None or not engine.images:
+    images = len(engine.images)
+    if not engine.cache.enabled or engine.labels is not None or not images:
         return []
     jobs = []
     for source, draws in renders:
@@ -73,7 +74,7 @@ def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> lis
         if key is None:  # not a plain document: validated at its render, not before
             continue
         code, chain = engine._module(preset, False, None, key)
-        batch = len(engine.images) * draws
+        batch = images * draws
         cache_key = engine._cache_key(code, preset, batch, False, chain)
         if chain.conditionals and cache_key is not None and not engine.cache.has(cache_key):
             jobs.append(TraceJob(cache_key, code, preset.seed, batch, engine.device,

@@ -209,6 +209,8 @@ class _Entry:
         self.checkpoint = b"state"
         self.reset = None
         self.pixels = pixels
+        self.busy = False
+        self.restorable = True
 
 
 def test_the_pool_keeps_its_bounds_dropping_the_least_recent():
@@ -293,7 +295,7 @@ def test_a_working_set_takes_nothing_kept_once_closed():
         own.close()
         assert own.get("k") is None and len(pool) == 1
         late = _Entry(10)
-        own.add("k2", late, True)
+        own.add("k2", late)
         late.busy = False
         own.close()
         assert len(pool) == 1  # the late one was not given
