@@ -26,6 +26,7 @@ from typing import TextIO
 import numpy as np
 
 from .budget import IMAGE_PIXELS
+from .codec_extensions import cpu_codecs
 from .dali_errors import (
     captured_stderr,
     dali_error_text,
@@ -95,7 +96,7 @@ def _build(root: Path, files: list[str] | None, num_threads: int) -> object:
     from nvidia.dali.pipeline import Pipeline
 
     pipe = Pipeline(batch_size=1, num_threads=num_threads, device_id=None, prefetch_queue_depth=1)
-    with tempfile.TemporaryDirectory(prefix="dali-gallery-check-") as folder:
+    with tempfile.TemporaryDirectory(prefix="dali-gallery-check-") as folder, cpu_codecs():
         with pipe:
             if files is None:
                 kwargs: dict[str, object] = {"file_root": str(root)}

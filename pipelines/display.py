@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from .codec_extensions import all_codecs
+
 FORMATS = ("jpeg", "png")
 _log = logging.getLogger(__name__)
 
@@ -113,7 +115,8 @@ _ENCODERS = threading.local()
 def _nvimgcodec() -> Any:
     if "module" not in _CODEC:
         try:
-            from nvidia import nvimgcodec
+            with all_codecs():  # in case importing makes its instance
+                from nvidia import nvimgcodec
         except ImportError:
             nvimgcodec = None
         _CODEC["module"] = nvimgcodec
@@ -124,5 +127,6 @@ def _encoder() -> Any:
     """This thread's nvImageCodec encoder (the builder's render thread and the gallery's
     cards thread encode at the same time)."""
     if getattr(_ENCODERS, "encoder", None) is None:
-        _ENCODERS.encoder = _nvimgcodec().Encoder()
+        with all_codecs():  # never the CPU-only extensions of a decoder built beside it
+            _ENCODERS.encoder = _nvimgcodec().Encoder()
     return _ENCODERS.encoder
