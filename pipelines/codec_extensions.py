@@ -16,7 +16,9 @@ or a GPU decoder is made. The variable is read when an instance is made and only
 change it, under one lock. A CPU decoder decodes with the CPU extensions whatever else is
 loaded, so its pixels are the same (``tests/pipelines/test_codec_extensions.py`` decodes the
 corpus both ways). Where the user set the variable, or nvImageCodec's folder is not found,
-nothing is changed.
+nothing is changed. The variable belongs to the process: a pipeline that other code of the
+kernel builds in another thread during the few milliseconds of a CPU build would load the CPU
+extensions only (the preview's own encoders, GPU decoders and worker processes wait for it).
 
 The variable is set to the default folder once, when this module is imported (before the
 kernel's DALI threads start, as a rule): later changes replace an existing entry of the
@@ -118,6 +120,13 @@ def cpu_codecs() -> Iterator[None]:
             yield
         finally:
             os.environ[VARIABLE] = str(_DEFAULT)
+
+
+def child_environment() -> dict[str, str]:
+    """This process's environment for a process it starts, with the default folder (never the
+    CPU folder of a build running in another thread)."""
+    with _LOCK:
+        return dict(os.environ)
 
 
 @contextmanager

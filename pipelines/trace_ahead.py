@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .codec_extensions import child_environment
 from .device import Device
 from .generated_module import import_source
 from .pipeline_cache import PipelineCache
@@ -117,7 +118,7 @@ def _environment() -> dict[str, str]:
     GPU: a worker only traces and serializes (``build_pipeline(trace_only=True)``), and each
     worker that saw the GPU held a CUDA context of ~520 MiB while it traced (nine of them, 4.7
     GiB, during a cold gallery on an H100)."""
-    env = dict(os.environ)
+    env = child_environment()
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).is_dir())
     env["CUDA_VISIBLE_DEVICES"] = ""
     return env

@@ -163,3 +163,27 @@ def test_the_corpus_decodes_to_the_same_pixels_with_the_cpu_extensions_alone(
     assert len(cpu[0]) == len(every[0]) > 5
     for a, b, name in zip(cpu[0], every[0], cpu[1], strict=True):
         assert a.shape == b.shape and np.array_equal(a, b), name
+
+
+def test_a_process_started_beside_a_cpu_build_inherits_the_default_folder() -> None:
+    from dali_gallery.pipelines.trace_ahead import _environment
+
+    envs: list[dict[str, str]] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def cpu_build() -> None:
+        with ce.cpu_codecs():
+            entered.set()
+            release.wait(10)
+
+    builder = threading.Thread(target=cpu_build)
+    builder.start()
+    assert entered.wait(10)
+    spawner = threading.Thread(target=lambda: envs.append(_environment()))
+    spawner.start()
+    spawner.join(0.2)
+    assert spawner.is_alive()
+    release.set()
+    builder.join(10)
+    spawner.join(10)
+    assert envs[0][ce.VARIABLE] == str(ce.default_folder())
