@@ -11,7 +11,8 @@ from __future__ import annotations
 import io
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -104,12 +105,13 @@ def _nv_encode(sources: Sequence[Any], fmt: str, quality: int) -> list[bytes] | 
     None when it left any of them unencoded."""
     nvimgcodec = _nvimgcodec()
     params = nvimgcodec.EncodeParams(quality_value=quality) if fmt == "jpeg" else None
-    out = _encoder().encode([nvimgcodec.as_image(x) for x in sources], fmt, params=params)
+    images = [nvimgcodec.as_image(x) for x in sources]
+    with ENCODERS.use() as encoder:
+        out = encoder.encode(images, fmt, params=params)
     return None if any(o is None for o in out) else [bytes(o) for o in out]
 
 
 _CODEC: dict[str, Any] = {}
-_ENCODERS = threading.local()
 
 
 def _nvimgcodec() -> Any:
@@ -123,10 +125,37 @@ def _nvimgcodec() -> Any:
     return _CODEC["module"]
 
 
-def _encoder() -> Any:
-    """This thread's nvImageCodec encoder (the builder's render thread and the gallery's
-    cards thread encode at the same time)."""
-    if getattr(_ENCODERS, "encoder", None) is None:
-        with all_codecs():  # never the CPU-only extensions of a decoder built beside it
-            _ENCODERS.encoder = _nvimgcodec().Encoder()
-    return _ENCODERS.encoder
+class Encoders:
+    """The process's nvImageCodec encoders, each used by one thread at a time (the builder's
+    render thread and a gallery's cards thread encode at the same time) and made only when none
+    is free. They used to be one per thread, and a gallery view's cards thread is new with
+    every view: each gallery made an encoder again (its own executor threads and CUDA state).
+    At most :attr:`keep` free ones are kept; one whose encode raised is not reused."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self.made = 0
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def use(self) -> Iterator[Any]:
+        with self._lock:
+            encoder = self._free.pop() if self._free else None
+        if encoder is None:
+            with all_codecs():  # never the CPU-only extensions of a decoder built beside it
+                encoder = _nvimgcodec().Encoder()
+            with self._lock:
+                self.made += 1
+        yield encoder  # an exception leaves it here, dropped
+        with self._lock:
+            if len(self._free) < self.keep:
+                self._free.append(encoder)
+
+    def clear(self) -> None:
+        """Drop the free encoders (tests; a process that stops encoding on the GPU)."""
+        with self._lock:
+            self._free.clear()
+
+
+ENCODERS = Encoders()
