@@ -85,13 +85,17 @@ def claim(environ: MutableMapping[str, str], default: Path | None) -> Path | Non
 
 
 _DEFAULT = claim(os.environ, default_folder())
-_CPU: list[str] = []  # the folder of links, made at the first CPU build
+_CPU: list[str] = []  # the folder of links ("" when it cannot be made), made at the first build
 
 
 def _cpu() -> str | None:
-    """The folder of links to the CPU extensions (made once; None: not available)."""
+    """The folder of links to the CPU extensions (None: not available). Made again when it is
+    gone (a long-lived kernel's temporary files cleaned under it): an empty or missing folder
+    would leave a CPU decoder with no codec at all."""
     if _DEFAULT is None:
         return None
+    if _CPU and _CPU[0] and not any(Path(_CPU[0]).glob("*_ext*")):
+        _CPU.clear()
     if not _CPU:
         into = Path(tempfile.mkdtemp(prefix="dali-gallery-codecs-"))
         atexit.register(shutil.rmtree, into, True)

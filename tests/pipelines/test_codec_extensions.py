@@ -187,3 +187,22 @@ def test_a_process_started_beside_a_cpu_build_inherits_the_default_folder() -> N
     builder.join(10)
     spawner.join(10)
     assert envs[0][ce.VARIABLE] == str(ce.default_folder())
+
+
+def test_a_cpu_folder_cleaned_away_is_made_again() -> None:
+    """A long-lived kernel's temporary files may be cleaned: an empty folder would leave the
+    CPU decoders with no codec, so the next build links them again (and still decodes)."""
+    import shutil
+
+    with ce.cpu_codecs():
+        first = os.environ[ce.VARIABLE]
+    shutil.rmtree(first)
+    try:
+        with ce.cpu_codecs():
+            second = os.environ[ce.VARIABLE]
+        assert second != first and any(Path(second).glob("libjpeg_turbo_ext*"))
+        clear_pipeline_cache()
+        arrays, good, bad = decode(collect([SAMPLES])[0][:2], max_side=64)
+        assert len(arrays) == 2 and not bad
+    finally:
+        clear_pipeline_cache()
