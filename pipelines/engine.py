@@ -216,17 +216,22 @@ class PreviewEngine:
         if not built.restorable and built.runs > 0 and not advance:  # fresh RNG: built again
             self._own.discard(built)
             built, was_built = self._pipeline(preset, batch, tail, chain_labels, key)
-        built.runs += 1
         built.pixels = plan.passed[1]  # check_render set it
-        feeds: dict[str, Any] = dict(self._memo.derived(  # once per document and batch
-            None if sized is None else ("fed", key, batch, tuple(built.chain.feeds)),
-            lambda: fed_arrays(preset, built.chain.feeds, batch, _override)))
-        graph = built.chain.labels  # the labels the graph reads (after the run: masks)
-        feeds.update(self._batches.feeds(  # made once per image set (input_batches)
-            arrays, labels if graph is not None else None,
-            None if images is None else tuple(images), batch, graph.graph_names if graph else ()))
-        if advance:
-            self._reset.check_advance(built)
+        try:  # refused before DALI runs it: the pipeline is as it was, free to keep
+            feeds: dict[str, Any] = dict(self._memo.derived(  # once per document and batch
+                None if sized is None else ("fed", key, batch, tuple(built.chain.feeds)),
+                lambda: fed_arrays(preset, built.chain.feeds, batch, _override)))
+            graph = built.chain.labels  # the labels the graph reads (after the run: masks)
+            feeds.update(self._batches.feeds(  # made once per image set (input_batches)
+                arrays, labels if graph is not None else None,
+                None if images is None else tuple(images), batch,
+                graph.graph_names if graph else ()))
+            if advance:
+                self._reset.check_advance(built)
+        except BaseException:
+            built.busy = False
+            raise
+        built.runs += 1
         try:
             self._reset.before_run(built, advance)
             feed(built.pipe, feeds)

@@ -258,6 +258,27 @@ def test_a_pipeline_a_render_still_uses_is_dropped_when_its_engine_closes(arrays
     assert len(KEPT) == 0 and built.pipe is None
 
 
+def test_a_render_refused_before_dali_runs_leaves_its_pipeline_free_to_keep(arrays):
+    """``advance=True`` after a render that was not a stream is refused before DALI runs: the
+    pipeline is as it was, so it is neither marked in use nor counted as run, and it is kept
+    when its engine closes (it used to be dropped as if a render still held it)."""
+    preset = load(preset_dict(RANDOM, seed=9))
+    eng = cpu_engine(arrays, PipelineCache(None))
+    first = eng.render(preset)
+    (built,) = eng._own.entries.values()
+    with pytest.raises(ValueError, match="stream=True"):
+        eng.render(preset, advance=True)
+    assert not built.busy and built.runs == 1
+    eng.close()
+    assert len(KEPT) == 1
+    other = cpu_engine(arrays, PipelineCache(None))
+    try:
+        same(other.render(preset), first)
+        assert other.kept_hits == 1
+    finally:
+        other.close()
+
+
 def test_a_render_makes_room_for_itself_in_the_kernels_budget(arrays):
     """What is kept counts against the kernel's pixel budget: a render whose plan leaves less
     room than the pool holds drops kept pipelines first (and is never refused for them)."""
