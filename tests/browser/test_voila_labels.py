@@ -123,6 +123,9 @@ def test_the_gallery_draws_the_labels_and_its_large_view_too(app, ui):
     page.wait_for_function(GALLERY_DONE_JS, timeout=240_000)
     row = page.locator(".dg-gallery-row-rotate")
     strip = row.locator("img.dg-gallery-tile").nth(2)
+    # the test before switched "show labels" off and on: the status can still read "done"
+    # from before the kernel took the last click, while its cards are drawn again
+    strip.wait_for(state="attached", timeout=240_000)
     strip.scroll_into_view_if_needed()
     box = strip.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.1)
