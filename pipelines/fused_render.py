@@ -26,12 +26,12 @@ from .budget import LEDGER, current
 from .codegen import Chain
 from .device import Device
 from .fed_values import PREFIX, fed_nodes, feed, run_fed
-from .kept_pipelines import KEPT, KeptPipelines, OwnPipelines
+from .kept_pipelines import KeptPipelines, OwnPipelines
 from .origin_trace import lean_traces
 from .pipeline_cache import load_or_build
 from .preset import Preset
 from .preview_pipeline import EXECUTOR, fed_arrays
-from .render_budget import check_plan, plan_render
+from .render_budget import check_plan, hold_render, plan_render
 from .render_result import Render, read_outputs
 from .step_error import StepError, clean_message
 
@@ -220,8 +220,7 @@ class FusedRenders:
             assert plan.passed is not None
             total += plan.passed[1]
             work += plan.work
-        LEDGER.hold_render(engine, total)
-        KEPT.fit(budget.kernel_pixels - held - total)  # kept pipelines make room
+        hold_render(engine, total, held, budget)  # kept pipelines make room
         return total
 
     def _pipeline(self, engine: PreviewEngine, members: list[_Member],

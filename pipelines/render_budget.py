@@ -345,6 +345,12 @@ def check_render(owner: Any, preset: Preset, arrays: Sequence[np.ndarray], draws
     held = LEDGER.held(excluding=owner)
     check_plan(plan, budget, held=held, device=getattr(owner, "device", "cpu"))
     assert plan.passed is not None  # check_plan sets it or raises
-    LEDGER.hold_render(owner, plan.passed[1])
-    KEPT.fit(budget.kernel_pixels - held - plan.passed[1])  # kept pipelines make room
+    hold_render(owner, plan.passed[1], held, budget)
     return plan
+
+
+def hold_render(owner: Any, pixels: int, held: int, budget: Budget) -> None:
+    """``owner``'s checked render of ``pixels`` enters the kernel's ledger (beside ``held``,
+    the rest of it), and the pipelines kept built are cut to what the budget leaves."""
+    LEDGER.hold_render(owner, pixels)
+    KEPT.fit(budget.kernel_pixels - held - pixels)
