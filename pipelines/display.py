@@ -152,10 +152,5 @@ class Encoders:
             if len(self._free) < self.keep:
                 self._free.append(encoder)
 
-    def clear(self) -> None:
-        """Drop the free encoders (tests; a process that stops encoding on the GPU)."""
-        with self._lock:
-            self._free.clear()
-
 
 ENCODERS = Encoders()
