@@ -69,6 +69,11 @@ def kept_pipeline(key: tuple[str, int, int], build: Callable[[], object], *,
     return _PIPES[key]
 
 
+def drop_kept_pipeline(key: tuple[str, int, int]) -> None:
+    """Forget the pipeline under ``key`` (a run of it failed); callers hold :data:`DALI_LOCK`."""
+    _PIPES.pop(key, None)
+
+
 def _build(kind: str, batch_size: int, num_threads: int) -> object:
     """A CPU pipeline fed with encoded bytes: 'peek' (shapes), 'decode' or 'resize', its image
     operators loading only nvImageCodec's CPU extensions."""

@@ -24,7 +24,7 @@ from .dali_errors import DALI_LOCK
 from .device import HW_DECODER_LOAD, Device
 from .fed_values import fed_nodes, layout, tensors
 from .generated_module import import_source
-from .image_decode import kept_pipeline
+from .image_decode import drop_kept_pipeline, kept_pipeline
 from .label_code import LabelSet
 from .origin_trace import lean_traces
 from .preset import Group, Preset, Step, Uniform
@@ -180,14 +180,18 @@ def decode_mixed(data: list[bytes], cpu_arrays: list[np.ndarray], max_side: int 
     if not data:
         return []
     out = []
+    key = ("mixed", 1, threads)
     with DALI_LOCK:
-        pipe = kept_pipeline(("mixed", 1, threads), lambda: _mixed_decoder(threads))
-        for raw, ref in zip(data, cpu_arrays, strict=True):
-            size = np.array([ref.shape[0], ref.shape[1]], dtype=np.float32)
-            img, small = pipe.run(enc=[np.frombuffer(raw, dtype=np.uint8)],  # type: ignore[attr-defined]
-                                  size=[size])
-            full = np.array(img.as_cpu()[0])
-            out.append(full if full.shape == ref.shape else np.array(small.as_cpu()[0]))
+        pipe: Any = kept_pipeline(key, lambda: _mixed_decoder(threads))
+        try:
+            for raw, ref in zip(data, cpu_arrays, strict=True):
+                size = np.array([ref.shape[0], ref.shape[1]], dtype=np.float32)
+                img, small = pipe.run(enc=[np.frombuffer(raw, dtype=np.uint8)], size=[size])
+                full = np.array(img.as_cpu()[0])
+                out.append(full if full.shape == ref.shape else np.array(small.as_cpu()[0]))
+        except BaseException:  # a run that failed may leave it unusable: built anew next time
+            drop_kept_pipeline(key)
+            raise
     return out
 
 

@@ -206,3 +206,21 @@ def test_a_cpu_folder_cleaned_away_is_made_again() -> None:
         assert len(arrays) == 2 and not bad
     finally:
         clear_pipeline_cache()
+
+
+def test_a_mixed_decoder_whose_run_failed_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU decoder of ``set_images`` is kept for the process; one whose run raised (a file
+    nvJPEG refuses) is built anew at the next load rather than reused in an unknown state."""
+    from dali_gallery.pipelines import image_decode, preview_pipeline
+
+    class Failing:
+        def run(self, **inputs):
+            raise RuntimeError("nvJPEG refused the data")
+
+    monkeypatch.setattr(preview_pipeline, "_mixed_decoder", lambda threads: Failing())
+    try:
+        with pytest.raises(RuntimeError, match="refused"):
+            preview_pipeline.decode_mixed([b"\xff\xd8"], [np.zeros((2, 2, 3), np.uint8)], None, 3)
+        assert ("mixed", 1, 3) not in image_decode._PIPES
+    finally:
+        clear_pipeline_cache()
