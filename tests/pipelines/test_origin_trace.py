@@ -141,3 +141,36 @@ def test_a_cached_pipeline_still_names_the_failing_step(tmp_path, policy):
             engine.render(load(bad))
         assert (err.value.step, err.value.op) == (len(steps) - 1, "crop"), run
         assert engine.cache_hits == run  # the second engine loaded it
+
+
+def test_each_file_is_checked_on_disk_once_a_pipeline_not_once_an_operator(monkeypatch):
+    """Every ``linecache.checkcache`` is a ``stat`` that lets another thread take the GIL: a
+    policy's ~hundred operators used to check every file of their stacks each. Inside one
+    block each file is checked once; the next block (the next pipeline) checks it again, so a
+    file edited between two traces is read afresh."""
+    import collections
+    import linecache
+    import sys
+
+    from dali_gallery.pipelines import origin_trace
+
+    checks: collections.Counter[str] = collections.Counter()
+    real = linecache.checkcache
+
+    def counting(filename=None):
+        frame = sys._getframe(1)  # counted when taking a lean stack, not autograph's own
+        while frame is not None and frame.f_code is not origin_trace._frames.__code__:
+            frame = frame.f_back
+        if frame is not None:
+            checks[filename] += 1
+        return real(filename)
+
+    monkeypatch.setattr(linecache, "checkcache", counting)
+    with lean_traces():
+        _policy_pipeline()
+    first = dict(checks)
+    assert first and max(first.values()) == 1, first
+    checks.clear()
+    with lean_traces():
+        _policy_pipeline()
+    assert dict(checks) == first
