@@ -22,8 +22,9 @@ from dali_gallery.widgets.ui_thread import kernel_loop, on_ui_thread
 PREHEAT_ENV = "VOILA_PREHEAT"
 """``True`` in a kernel Voilà started ahead of any page (its pool), ``False`` otherwise."""
 QUERY_ENV = "QUERY_STRING"
-READY_LOG = "dali-gallery: a kernel started ahead has run the app and waits for its page"
-"""What the app writes to the server's log (the kernel's stderr) once a pooled kernel is ready."""
+READY_LOG = "dali-gallery: a kernel started ahead has run the app and made its first screen"
+"""What the app writes to the server's log (the kernel's stderr) once a pooled kernel's
+gallery has made the cards of its first screen of rows."""
 _log = logging.getLogger(__name__)
 
 Claimed = Callable[[str | None], None]

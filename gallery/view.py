@@ -321,7 +321,7 @@ class GalleryView:
             self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
             self.stats["rendered"] = rendered
             self.stats["fused_chunks"] = (rows.fused_chunks, rows.failed_chunks)
-        self.cards.deliver(lambda: self._finish(job), self._ui_error)
+        self.cards.finish(lambda: self._finish(job), self._ui_error)
 
     def _card(self, job: _Job, spec: OpSpec, result: RowResult, originals: list[np.ndarray],
               names: list[str], px: int, labels: LabelState | None) -> None:

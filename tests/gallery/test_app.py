@@ -31,7 +31,7 @@ from dali_gallery.gallery.app import (
     quiet_dali_deprecations,
 )
 from dali_gallery.gallery.card_queue import FIRST_SCREEN_ROWS
-from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV
+from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV, READY_LOG
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from dali_gallery.pipelines.preset import load
 from dali_gallery.widgets import page_ready, ui_thread
@@ -100,10 +100,18 @@ def widget_texts(widget: W.Widget, seen: set[int] | None = None) -> Iterator[str
 def test_tabs_and_a_shared_image_source(make_app):
     app = make_app()
     assert app.tabs.titles == ("Gallery", "Builder", "Export")
-    assert app.tabs.children[1] is app.builder.widget
-    assert app.tabs.children[2] is app.builder.export_panel
+    assert app.tabs.children[0] is app.gallery.widget
+    # the other tabs get their widgets when first shown (the page makes no view of them before)
+    assert app.tabs.children[1].children == app.tabs.children[2].children == ()
     assert app.images.children[0] is app.builder.images_panel.widget
     assert app.tabs.selected_index == 0
+    app.tabs.selected_index = 2
+    assert app.tabs.children[2].children == (app.builder.export_panel,)
+    assert app.tabs.children[1].children == ()
+    app.tabs.selected_index = 1
+    assert app.tabs.children[1].children == (app.builder.widget,)
+    app.tabs.selected_index = 0
+    assert app.tabs.children[1].children == (app.builder.widget,)  # kept once made
     assert app.wait_idle(120)
     assert gallery_names(app) == app.builder.renderer.names[:4]
     assert all(app.gallery.results[op].ok for op in app.gallery.visible)
@@ -243,6 +251,7 @@ def test_clicking_a_gallery_value_adds_the_step_and_opens_the_builder(make_app):
     assert row is not None
     row.click(2)
     assert app.tabs.selected_index == 1
+    assert app.tabs.children[1].children == (app.builder.widget,)
     step = app.builder.preset.steps[-1]
     assert step.op == "hue" and step.params["hue"] == 120.0
     assert app.builder.wait_idle(60)
@@ -356,13 +365,15 @@ def voila_kernel(monkeypatch) -> FakeLoop:
     return loop
 
 
-def test_a_pooled_kernel_renders_its_first_screen_then_waits_for_its_page(monkeypatch,
-                                                                          make_app):
+def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypatch, make_app,
+                                                                        capfd):
     """A kernel started ahead (the served app's pool) renders the gallery's first screen of
-    rows at once, makes no card and renders no further until its page is ready: it must answer
-    the page's request for the widgets in time (before, a pool kernel creating cards left the
-    page with widgets "not found"), and the page then gets its first pictures without waiting
-    for a render. Once claimed, it opens the page's link and gives the page the usual 20 s."""
+    rows at once and makes their cards while no page is loading, so its page gets them with
+    its widgets, then renders no further until its page is ready; it says so in the server's
+    log once those cards are made (the browser bench waits for that). Once claimed it keeps
+    any further card back until the page has its widgets (a kernel making cards while its page
+    asks for the widgets answered too late: widgets "not found"), opens the page's link and
+    gives the page the usual 20 s."""
     loop = voila_kernel(monkeypatch)
     monkeypatch.setenv(PREHEAT_ENV, "True")
     monkeypatch.setenv(QUERY_ENV, "")
@@ -379,25 +390,44 @@ def test_a_pooled_kernel_renders_its_first_screen_then_waits_for_its_page(monkey
     assert not app.claimed and gallery.images_set and gallery.cards.held
     assert [delay for delay, _ in loop.timers] == [UNCLAIMED_TIMEOUT_S]
     assert len(gallery.visible) > FIRST_SCREEN_ROWS  # the color category
+    assert READY_LOG not in capfd.readouterr().err  # nothing made yet
 
     def rendered() -> int:  # rows of this category (the app's first job had all of them)
         return len(set(gallery.results) & set(gallery.visible))
 
-    loop.run_until(lambda: rendered() >= FIRST_SCREEN_ROWS, timeout=120)
+    loop.run_until(lambda: READY_LOG in capfd.readouterr().err, timeout=120)
     first = rendered()
+    assert first == FIRST_SCREEN_ROWS and gallery.shown() == gallery.visible[:first]
+    assert gallery.cards.kept == 0  # made, not kept: they are among the page's widgets
     time.sleep(1.0)  # a worker that did not pause would render the next rows meanwhile
     loop.run_until(lambda: True)
-    assert rendered() == first < len(gallery.visible) and gallery.shown() == []
-    loop.run_until(lambda: gallery.cards.kept >= FIRST_SCREEN_ROWS, timeout=60)  # encoded
+    assert rendered() == first < len(gallery.visible)
     claimed.set()
     loop.run_until(lambda: app.claimed)
     assert app.builder.preset.to_dict() == load(LINKED).to_dict()
     (release,) = [fn for delay, fn in loop.timers if delay == PAGE_LOAD_TIMEOUT_S]
-    assert gallery.shown() == []
+    assert gallery.cards.held and gallery.shown() == gallery.visible[:first]
     release()  # the page never asked for the widgets: the gallery goes on anyway
     assert not gallery.cards.held
-    assert gallery.shown()  # the kept cards are made at once, before any further render
     # the summary comes through the kernel's loop after the last card: wait for both
+    loop.run_until(lambda: gallery.shown() == gallery.visible
+                   and "operators in" in gallery.status.value, timeout=120)
+    assert READY_LOG not in capfd.readouterr().err  # said once
+
+
+def test_a_claimed_pooled_kernel_keeps_the_cards_of_rows_still_rendering(monkeypatch, make_app):
+    """A page that claims a pooled kernel before its first screen is made: the cards not yet
+    made wait for the page's widgets like any other."""
+    loop = voila_kernel(monkeypatch)
+    monkeypatch.setenv(PREHEAT_ENV, "True")
+    monkeypatch.setattr(voila.utils, "wait_for_request", lambda: None)
+    app = make_app()
+    loop.run_until(lambda: app.claimed)  # before any row was rendered and encoded
+    gallery = app.gallery
+    assert gallery.cards.held and gallery.shown() == []
+    loop.run_until(lambda: gallery.cards.kept >= FIRST_SCREEN_ROWS, timeout=120)
+    assert gallery.shown() == []
+    page_ready.page_loaded()
     loop.run_until(lambda: gallery.shown() == gallery.visible
                    and "operators in" in gallery.status.value, timeout=120)
 

@@ -83,3 +83,83 @@ def test_work_runs_on_one_cards_thread_in_order():
     assert [k for k, _ in seen] == list(range(5))
     assert {name for _, name in seen} == {"dali-gallery-cards_0"}
     queue.close()
+
+
+def test_a_queue_held_without_keeping_makes_cards_at_once_and_says_when_its_screen_is_done():
+    """A pooled kernel (no page yet) makes its first screen's cards as they come, so its page
+    gets them with its widgets; ``on_ready`` comes after those cards, once, when the worker
+    pauses; from ``keep()`` on (a page claimed it) cards wait for the release."""
+    queue = CardQueue()
+    made: list[object] = []
+    queue.hold(rows=2, keep=False, on_ready=lambda: made.append("ready"))
+    passed: list[int] = []
+
+    def worker() -> None:
+        for row in range(4):
+            queue.wait_turn(row, lambda: False)
+            passed.append(row)
+            # as the view does: the card is encoded on the cards thread, then delivered
+            queue.submit(lambda row=row: (time.sleep(0.1), queue.deliver(
+                lambda: made.append(row))))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while "ready" not in made and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert passed == [0, 1] and made == [0, 1, "ready"] and queue.held and queue.kept == 0
+    queue.keep()
+    queue.release()
+    thread.join(5)
+    assert passed == [0, 1, 2, 3]
+    queue.submit(lambda: None).result(5)  # the last cards' encodes
+    assert made == [0, 1, "ready", 2, 3]
+    queue.close()
+
+
+def test_after_keep_the_cards_wait_for_the_release():
+    queue = CardQueue()
+    made: list[int] = []
+    queue.hold(rows=4, keep=False)
+    queue.deliver(lambda: made.append(0))
+    queue.keep()  # a page claimed the kernel
+    queue.deliver(lambda: made.append(1))
+    assert made == [0] and queue.kept == 1
+    queue.release()
+    assert made == [0, 1] and not queue.held
+    queue.close()
+
+
+def test_a_job_that_ends_before_the_pause_finishes_its_screen_with_its_last_work():
+    """Fewer rows than a screen: the render never pauses; ``finish`` delivers the job's last
+    work and then ``on_ready``; a later job does not call it again."""
+    queue = CardQueue()
+    made: list[str] = []
+    queue.hold(rows=6, keep=False, on_ready=lambda: made.append("ready"))
+    queue.wait_turn(0, lambda: False)
+    queue.submit(lambda: queue.deliver(lambda: made.append("card"))).result(5)
+    queue.finish(lambda: made.append("summary"))
+    queue.submit(lambda: None).result(5)
+    assert made == ["card", "summary", "ready"]
+    queue.finish(lambda: made.append("summary"))
+    queue.submit(lambda: None).result(5)
+    assert made == ["card", "summary", "ready", "summary"]
+    queue.close()
+
+
+def test_a_kept_queue_keeps_on_ready_with_its_cards_and_close_forgets_it():
+    queue = CardQueue()
+    made: list[str] = []
+    queue.hold(rows=0, on_ready=lambda: made.append("ready"))
+    done = threading.Event()
+    threading.Thread(target=lambda: (queue.wait_turn(0, done.is_set), None)).start()
+    queue.submit(lambda: None).result(5)
+    time.sleep(0.1)
+    queue.submit(lambda: None).result(5)
+    assert made == [] and queue.kept == 1  # kept like a card: no page has the widgets yet
+    queue.release()
+    assert made == ["ready"]
+    done.set()
+    queue.hold(rows=0, on_ready=lambda: made.append("again"))
+    queue.close()
+    assert made == ["ready"]

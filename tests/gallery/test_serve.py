@@ -40,6 +40,7 @@ from dali_gallery.gallery.serve import (
     KERNEL_WS_PROTOCOL,
     MAX_POOL_SIZE,
     MAX_WS_MESSAGE_BYTES,
+    POOL_FILL_DELAY_S,
     v1_frame_ok,
     voila_command,
 )
@@ -406,6 +407,15 @@ def test_command_keeps_a_pool_of_kernels_started_ahead():
     for bad in (-1, MAX_POOL_SIZE + 1, True):
         with pytest.raises(ValueError, match="pool_size"):
             voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, pool_size=bad)
+    # the pool is refilled a while after a page took a kernel, not while that page loads
+    assert f"--VoilaKernelManager.fill_delay={POOL_FILL_DELAY_S}" in default
+    later = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1,
+                          pool_fill_delay_s=2.5)
+    assert "--VoilaKernelManager.fill_delay=2.5" in later
+    for bad in (-1, 3601, float("nan")):
+        with pytest.raises(ValueError, match="pool_fill_delay_s"):
+            voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1,
+                          pool_fill_delay_s=bad)
 
 
 def test_command_token_is_not_a_server_argument():

@@ -243,6 +243,31 @@ def test_a_pooled_kernel_learns_its_own_pages_query_where_the_server_listens(tmp
 
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_pool_is_refilled_only_after_its_delay(tmp_path):
+    """A page took the pool's kernel: its replacement starts ``pool_fill_delay_s`` later
+    (Voilà's own default, 1 s, started it while that page was still loading)."""
+    notebook = tmp_path / "nb" / "probe.ipynb"
+    notebook.parent.mkdir()
+    write_notebook(notebook, PROBE)
+    delay = 6.0
+    server = start_voila(notebook, tmp_path / "server", pool_size=1, pool_fill_delay_s=delay)
+    try:
+        wait_pool_filled(server)
+        started = server.log_tail(200_000).count("Kernel started:")
+        t0 = time.monotonic()
+        status, _ = get(f"{server.url}", timeout=120)
+        assert status == 200
+        assert "Using pre-heated kernel" in server.log_tail(200_000)
+        while server.log_tail(200_000).count("Kernel started:") == started:
+            assert time.monotonic() - t0 < 120, server.log_tail()
+            time.sleep(0.1)
+        assert time.monotonic() - t0 >= delay - 0.2
+    finally:
+        server.stop()
+
+
 def test_a_kernel_already_removed_counts_as_died_while_starting():
     """A kernel that died at once can be removed by its restarter before the manager asks it
     for kernel_info: that is a failed start (retried, then the 503 page), not a KeyError (a
