@@ -206,7 +206,8 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[str, Any]:
     """``visits`` first visits (each a new browser context; with a pool, on a server whose
-    pool is full again), the last one reloaded once (its browser cache warm)."""
+    pool is full again, each page closed as a tab is, which ends its kernel), the last one
+    reloaded once (its browser cache warm)."""
     opens, reload, ready = [], None, pool
     for k in range(visits):
         _wait_pool(log, ready)
@@ -220,6 +221,7 @@ def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[s
                 reload = _open(page, None)
                 ready += bool(pool)
                 reload["device"] = _device(page)
+            page.close(run_before_unload=True)  # as a tab closes: the page ends its kernel
         finally:
             context.close()
     firsts = [o["first_image_s"] for o in opens]
@@ -251,6 +253,7 @@ def _edits(browser: Any, url: str, moves: int) -> dict[str, Any]:
         _settle(page)
         param = measure_slider_latency(page, slider, TILE, moves=moves,
                                        engine_ms=lambda: _engine_ms(page))
+        page.close(run_before_unload=True)
     finally:
         context.close()
     param.pop("samples_ms", None)

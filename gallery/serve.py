@@ -108,6 +108,7 @@ _SERVER_SIDE = {
 }
 _WEBSOCKET_CLASS = "dali_gallery.gallery.serve_websocket.V1OnlyKernelWebsocketConnection"
 _KERNEL_MANAGER_CLASS = "dali_gallery.gallery.serve_kernels.GalleryKernelManager"
+_IDENTITY_CLASS = "dali_gallery.gallery.serve_identity.PageCookieIdentityProvider"
 
 #: Longest Unix socket path Linux accepts (sun_path is 108 bytes, NUL included).
 _MAX_SOCKET_PATH = 107
@@ -265,6 +266,9 @@ def voila_command(
         f"--Voila.connection_dir_root={socket_dir}",
         f"--VoilaConfiguration.multi_kernel_manager_class={_KERNEL_MANAGER_CLASS}",
         f"--GalleryKernelManager.max_kernels={int(max_kernels)}",
+        # the page gets the _xsrf cookie its unload beacon needs to shut its kernel down
+        # (serve_identity: without it every closed page's kernel ran on until culled)
+        f"--Voila.identity_provider_class={_IDENTITY_CLASS}",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
         f"--MappingKernelManager.cull_connected={bool(cull_connected)}",
