@@ -7,15 +7,13 @@ Under Voilà the cards must wait for their page: a kernel that creates hundreds 
 while the page asks for the widgets' state answers too late (:mod:`widgets.page_ready`). Before
 this queue the whole gallery waited, so a page's first picture came only after its widgets had
 loaded *and* the first row had rendered. Now the app :meth:`hold`\\ s the queue: the first
-screen of rows renders and encodes at once (in a pooled kernel, long before a page claims it),
-its cards are kept, and the worker pauses after those rows; :meth:`release` (page ready) makes
-the kept cards and lets the rest render. Until then the kernel creates no widget and renders
-no more than the first screen.
-
-A pooled kernel has no page yet while it renders its first screen, so it makes those cards at
-once (``hold(keep=False)``): they are among the widgets its page asks for when it loads, and the
-first pictures come with the page instead of a round trip after it (0.5-0.9 s on the 2-core
-machine). From the moment a page claims it, it keeps cards back like any other (:meth:`keep`).
+screen of rows renders and encodes at once, the worker pauses after those rows, their cards are
+kept, and :meth:`release` (page ready) makes them and lets the rest render (the app holds a
+kernel started for its page at no rows: its page is loading, it renders nothing). A pooled
+kernel has no page yet while it renders its first screen, so it makes those cards at once
+(``hold(keep=False)``): they are among the widgets its page asks for when it loads, and the
+first pictures come with the page instead of a round trip after it; from the moment a page
+claims it, it keeps any card still to come back like any other (:meth:`keep`).
 """
 
 from __future__ import annotations
