@@ -87,11 +87,9 @@ IOPUB_TIMEOUT_S = 120
 #: Kernels kept started ahead of any page (each one ~250 MB of memory while it waits).
 DEFAULT_POOL_SIZE = 2
 MAX_POOL_SIZE = 16
-#: Seconds between a page taking a kernel from the pool and the start of the kernel that
-#: replaces it (Voilà's ``fill_delay``, 1 s by default): starting Python, DALI and the app, then
-#: rendering its first screen, on the cores the page is loading on, made that page's first
-#: picture later (2-core machine, alternating: median 2.68 s at 1 s, 2.46 s at 10 s). The other
-#: kernels of the pool serve the pages that come meanwhile.
+#: Seconds from a page taking a pooled kernel to its replacement's start (Voilà's default, 1 s,
+#: started it on the cores that page was loading on: its first picture, median 2.68 s against
+#: 2.46 s on 2 cores). The pool's other kernels serve the pages that come meanwhile.
 POOL_FILL_DELAY_S = 10.0
 #: Kernels running or starting at once, the pool's included (``serve_kernels``); pages beyond
 #: them get a 503 page instead of a kernel (each costs 0.3-0.5 GB).
@@ -266,8 +264,7 @@ def voila_command(
         f"--Voila.connection_dir_root={socket_dir}",
         f"--VoilaConfiguration.multi_kernel_manager_class={_KERNEL_MANAGER_CLASS}",
         f"--GalleryKernelManager.max_kernels={int(max_kernels)}",
-        # the page gets the _xsrf cookie its unload beacon needs to shut its kernel down
-        # (serve_identity: without it every closed page's kernel ran on until culled)
+        # the page gets the _xsrf cookie its unload post needs to end its kernel (serve_identity)
         f"--Voila.identity_provider_class={_IDENTITY_CLASS}",
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_s)}",
         f"--MappingKernelManager.cull_interval={int(cull_interval_s)}",
