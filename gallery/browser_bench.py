@@ -42,6 +42,8 @@ FIRST_IMAGE_TARGET_S = 2.0
 """Page open to the first gallery image on the 2-core CPU machine (issue 13)."""
 POOL = 2
 """Kernels started ahead (``dali-gallery serve --pool-size``), measured against none."""
+SHUTDOWN_LOG = "Kernel shutdown:"
+"""What Voilà logs when a kernel is shut down (a closed page's, here)."""
 CHROMIUM_ENV = "DALI_GALLERY_CHROMIUM"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -221,12 +223,24 @@ def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[s
                 reload = _open(page, None)
                 ready += bool(pool)
                 reload["device"] = _device(page)
-            page.close(run_before_unload=True)  # as a tab closes: the page ends its kernel
+            _close(page, log)
         finally:
             context.close()
     firsts = [o["first_image_s"] for o in opens]
     return {"visits": opens, "reload": reload, "first_image_s": _summary(firsts),
             "within_target": max(firsts) <= FIRST_IMAGE_TARGET_S, "ready": ready}
+
+
+def _close(page: Any, log: Path, timeout: float = 10.0) -> None:
+    """Close the page as a tab closes: it posts its kernel's shutdown as it unloads. A browser
+    delivers that post after the tab is gone; closing the browser context at once would drop
+    it, so wait for the server to log the shutdown."""
+    before = log.read_text(errors="replace").count(SHUTDOWN_LOG)
+    page.close(run_before_unload=True)
+    deadline = time.monotonic() + timeout
+    while (log.read_text(errors="replace").count(SHUTDOWN_LOG) == before
+           and time.monotonic() < deadline):
+        time.sleep(0.1)
 
 
 def _settle(page: Any, quiet_ms: int = 800) -> None:
