@@ -120,6 +120,18 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def kernel_pids(server: Server) -> list[int]:
+    """PIDs of the Jupyter kernels a server started (its live ``ipykernel`` descendants)."""
+    pids = []
+    for pid in descendants(server.proc.pid):
+        try:
+            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pids.append(pid)
+        except OSError:  # gone meanwhile
+            continue
+    return pids
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -10,27 +10,15 @@ from __future__ import annotations
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import descendants, wait_for_voila
+from tests.browser.conftest import kernel_pids, wait_for_voila
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 _KERNEL_ID_JS = ("() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
                  ".kernelId")
-
-
-def kernel_pids(server) -> list[int]:
-    found = []
-    for pid in descendants(server.proc.pid):
-        try:
-            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:  # gone meanwhile
-            pass
-    return found
 
 
 def post_status(url: str, body: bytes, cookie: str | None = None) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from dali_gallery.gallery.serve import GALLERY_NOTEBOOK, voila_command
-from tests.browser.conftest import descendants, http_status, start_voila
+from tests.browser.conftest import http_status, kernel_pids, start_voila
 from tests.support import SAMPLES, write_notebook
 
 PAGES = 12
@@ -40,17 +40,6 @@ def get(url: str, timeout: float = 300) -> tuple[int, str]:
             return resp.status, resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode("utf-8", "replace")
-
-
-def kernel_pids(server) -> list[int]:
-    pids = []
-    for pid in descendants(server.proc.pid):
-        try:
-            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
 
 
 def connection_info(pid: int) -> tuple[Path, dict]:
