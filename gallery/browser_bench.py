@@ -253,7 +253,7 @@ def _settle(page: Any, quiet_ms: int = 800) -> None:
         page.wait_for_timeout(100)
 
 
-def _edits(browser: Any, url: str, moves: int) -> dict[str, Any]:
+def _edits(browser: Any, url: str, log: Path, moves: int) -> dict[str, Any]:
     context = _context(browser)
     try:
         page = context.new_page()
@@ -267,7 +267,7 @@ def _edits(browser: Any, url: str, moves: int) -> dict[str, Any]:
         _settle(page)
         param = measure_slider_latency(page, slider, TILE, moves=moves,
                                        engine_ms=lambda: _engine_ms(page))
-        page.close(run_before_unload=True)
+        _close(page, log)
     finally:
         context.close()
     param.pop("samples_ms", None)
@@ -304,7 +304,7 @@ def bench_browser(device: str, quick: bool) -> dict[str, Any]:
                     visits = _visits(browser, url, log, 2 if quick else 4, pool)
                     if pool:
                         _wait_pool(log, visits["ready"])
-                        visits["edits"] = _edits(browser, url, 10 if quick else 30)
+                        visits["edits"] = _edits(browser, url, log, 10 if quick else 30)
                     visits.pop("ready")
                     out[f"pool_size_{pool}"] = visits
         finally:
