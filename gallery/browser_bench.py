@@ -253,11 +253,15 @@ def _settle(page: Any, quiet_ms: int = 800) -> None:
         page.wait_for_timeout(100)
 
 
-def _edits(browser: Any, url: str, log: Path, moves: int) -> dict[str, Any]:
+def _edits(browser: Any, url: str, log: Path, moves: int, ready: int) -> dict[str, Any]:
+    """Edits in the builder of a page opened on a full pool, timed once the pool has its
+    page's kernel back (``ready`` + 1): its replacement starts 10 s after the page took it,
+    which fell among the edits (a kernel starting Python, DALI and the app beside them)."""
     context = _context(browser)
     try:
         page = context.new_page()
         _open(page, url)
+        _wait_pool(log, ready + 1)
         page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text="Builder").click()
         page.locator(TILE).first.wait_for(state="visible", timeout=120_000)
         ops = [step.op for step in standard_preset().steps[:3]]  # the bench's usual chain
@@ -304,7 +308,8 @@ def bench_browser(device: str, quick: bool) -> dict[str, Any]:
                     visits = _visits(browser, url, log, 2 if quick else 4, pool)
                     if pool:
                         _wait_pool(log, visits["ready"])
-                        visits["edits"] = _edits(browser, url, log, 10 if quick else 30)
+                        visits["edits"] = _edits(browser, url, log, 10 if quick else 30,
+                                                 visits["ready"])
                     visits.pop("ready")
                     out[f"pool_size_{pool}"] = visits
         finally:
