@@ -135,7 +135,12 @@ def _free_port() -> int:
 
 def _pool_ready(log: Path) -> int:
     """Kernels started ahead that have run the app so far (each says so in the log)."""
-    return log.read_text(errors="replace").count(READY_LOG)
+    return _logged(log, READY_LOG)
+
+
+def _logged(log: Path, line: str) -> int:
+    """How many times the server's log holds ``line`` so far."""
+    return log.read_text(errors="replace").count(line)
 
 
 def _wait_pool(log: Path, ready: int, timeout: float = 180.0) -> None:
@@ -235,11 +240,10 @@ def _close(page: Any, log: Path, timeout: float = 10.0) -> None:
     """Close the page as a tab closes: it posts its kernel's shutdown as it unloads. A browser
     delivers that post after the tab is gone; closing the browser context at once would drop
     it, so wait for the server to log the shutdown."""
-    before = log.read_text(errors="replace").count(SHUTDOWN_LOG)
+    before = _logged(log, SHUTDOWN_LOG)
     page.close(run_before_unload=True)
     deadline = time.monotonic() + timeout
-    while (log.read_text(errors="replace").count(SHUTDOWN_LOG) == before
-           and time.monotonic() < deadline):
+    while _logged(log, SHUTDOWN_LOG) == before and time.monotonic() < deadline:
         time.sleep(0.1)
 
 

@@ -26,7 +26,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dali_gallery.gallery.gallery_bench import _WATCH_JS
 from dali_gallery.gallery.serve import DEFAULT_POOL_SIZE
-from tests.browser.conftest import descendants, img_bytes
+from tests.browser.conftest import img_bytes, kernel_pids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -77,13 +77,10 @@ def closest_session(data: bytes) -> int:
 def kernel_rss_mb(server) -> dict[int, float]:
     """Resident memory of every ipykernel process the server started."""
     out = {}
-    for pid in descendants(server.proc.pid):
+    for pid in kernel_pids(server):
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        if b"ipykernel" not in cmd:
+        except OSError:  # gone meanwhile
             continue
         for line in status.splitlines():
             if line.startswith("VmRSS:"):
