@@ -40,7 +40,7 @@ from dali_gallery.widgets.page_ready import after_page_load
 from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
 from dali_gallery.widgets.ui_thread import kernel_loop
 
-from .card_queue import FIRST_SCREEN_ROWS
+from .card_queue import PAGE_PAINT_S
 from .page_request import READY_LOG, prestarted, when_claimed
 from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from .view import GalleryView
@@ -150,14 +150,16 @@ class App:
         # and makes their cards now, while no page is loading (its timeout starts when a page
         # claims it), so they come with the page's widgets; a kernel started for its page
         # renders nothing before the page is ready: rendering while the page loads slowed the
-        # page's first picture by 0.6 s on the 2-core machine
+        # page's first picture by 0.6 s on the 2-core machine (so does rendering the rows
+        # after a pooled page's first screen while it makes that screen's views: PAGE_PAINT_S)
         self._pooled = prestarted()
         timeout = UNCLAIMED_TIMEOUT_S if self._pooled else PAGE_LOAD_TIMEOUT_S
         if self._pooled:
-            self.gallery.cards.hold(FIRST_SCREEN_ROWS, keep=False, on_ready=_say_ready)
+            self.gallery.cards.hold(keep=False, on_ready=_say_ready)
         else:
             self.gallery.cards.hold(0)
-        if after_page_load(self.gallery.cards.release, timeout):
+        pause = PAGE_PAINT_S if self._pooled else 0.0
+        if after_page_load(lambda: self.gallery.cards.release(pause), timeout):
             self.gallery.set_status("the gallery shows its first rows as soon as the page is "
                                     "ready")
         self._first_gallery()

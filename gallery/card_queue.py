@@ -14,19 +14,33 @@ kernel has no page yet while it renders its first screen, so it makes those card
 (``hold(keep=False)``): they are among the widgets its page asks for when it loads, and the
 first pictures come with the page instead of a round trip after it; from the moment a page
 claims it, it keeps any card still to come back like any other (:meth:`keep`).
+
+The first screen is measured in CSS pixels of cards (:data:`FIRST_SCREEN_PX`), not rows: a
+card of six images is ~850 px tall, one of a single image ~220 px. And a page whose first
+screen came with its widgets is still making their views and pictures when the kernel hears
+it has them: :meth:`release` can let the render go on only after a pause
+(:data:`PAGE_PAINT_S`), since rendering the next rows then takes the cores the browser needs
+when both share a machine.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from dali_gallery.widgets.ui_thread import ErrorSink, on_ui_thread
 
-FIRST_SCREEN_ROWS = 6
-"""Rows a held gallery renders before its page is ready: the cards a page shows first."""
+FIRST_SCREEN_PX = 1200
+"""CSS pixels of cards a held gallery makes before its page is ready: more than a window
+shows below the app's header and controls (which take ~650 px of a 1000 px window). Six rows
+(~5,000 px with six images) made the pooled page's state 2.75 MB; with ~1,200 px and the
+pause below, first visits on the 2-core machine showed their first picture 0.2-0.5 s sooner."""
+PAGE_PAINT_S = 0.5
+"""How long a pooled kernel's render waits, once its page has the widgets, before the rows
+after the first screen: the page is making the views and pictures of that screen then."""
 
 
 class CardQueue:
@@ -40,7 +54,8 @@ class CardQueue:
         self._released.set()
         self._keep = True
         self._on_ready: Callable[[], None] | None = None
-        self.rows = FIRST_SCREEN_ROWS
+        self.screen_px = FIRST_SCREEN_PX
+        self._resume_at = 0.0
 
     @property
     def held(self) -> bool:
@@ -52,14 +67,15 @@ class CardQueue:
         with self._lock:
             return len(self._pending)
 
-    def hold(self, rows: int = FIRST_SCREEN_ROWS, *, keep: bool = True,
+    def hold(self, screen_px: int = FIRST_SCREEN_PX, *, keep: bool = True,
              on_ready: Callable[[], None] | None = None) -> None:
-        """Pause the render after ``rows`` rows until released, and keep the cards back too
-        unless ``keep`` is False (no page is loading yet: see the module). ``on_ready`` runs on
-        the UI thread once the first screen is done (the render paused or finished), after
-        the cards delivered before it."""
+        """Pause the render once its rows fill ``screen_px`` CSS pixels (0: before the first)
+        until released, and keep the cards back too unless ``keep`` is False (no page is
+        loading yet: see the module). ``on_ready`` runs on the UI thread once the first screen
+        is done (the render paused or finished), after the cards delivered before it."""
         with self._lock:
-            self.rows = rows
+            self.screen_px = screen_px
+            self._resume_at = 0.0
             self._keep = keep
             self._on_ready = on_ready
             self._released.clear()
@@ -69,10 +85,13 @@ class CardQueue:
         with self._lock:
             self._keep = True
 
-    def release(self) -> None:
-        """Make the kept cards (in the order they came) and let the render go on. Idempotent."""
+    def release(self, pause_s: float = 0.0) -> None:
+        """Make the kept cards (in the order they came) and let the render go on, after
+        ``pause_s`` seconds (see the module). Idempotent: a later call changes nothing."""
         with self._lock:
             pending, self._pending = self._pending, []
+            if not self._released.is_set():
+                self._resume_at = time.monotonic() + pause_s
             self._released.set()
         for fn, on_error in pending:
             on_ui_thread(fn, on_error)
@@ -95,14 +114,20 @@ class CardQueue:
         self.deliver(fn, on_error)
         self._first_screen_done()
 
-    def wait_turn(self, row: int, stop: Callable[[], bool]) -> None:
-        """Render worker, before its row ``row`` (0-based): wait while held past the first
-        screen; returns early once ``stop()`` (an outdated job: checked each 0.2 s)."""
-        if row >= self.rows and not self._released.is_set():
+    def wait_turn(self, row: int, stop: Callable[[], bool], row_px: int) -> None:
+        """Render worker, before its row ``row`` (0-based) of cards ``row_px`` CSS pixels
+        tall: wait while held once the rows before it fill the first screen, and until the
+        release's pause is over; returns early once ``stop()`` (an outdated job: checked each
+        0.2 s)."""
+        if row * max(row_px, 1) < self.screen_px:
+            return
+        if not self._released.is_set():
             self._first_screen_done()
-        while row >= self.rows and not self._released.wait(0.2):
+        while not self._released.wait(0.2):
             if stop():
                 return
+        while (left := self._resume_at - time.monotonic()) > 0 and not stop():
+            time.sleep(min(left, 0.2))
 
     def _first_screen_done(self) -> None:
         """Hand ``on_ready`` (once) to the cards thread, which delivers it after the cards
@@ -117,5 +142,6 @@ class CardQueue:
         with self._lock:
             self._on_ready = None
             self._pending = []
+            self._resume_at = 0.0
             self._released.set()
         self._pool.shutdown(wait=True)

@@ -76,6 +76,17 @@ def tile_px(size: int) -> int:
     return max(MIN_TILE_PX, size // DISPLAY_SCALE)
 
 
+CARD_CHROME_PX = 90
+"""CSS height of a card without its tiles: header, description, add buttons and padding."""
+
+
+def card_px(tile: int, images: int) -> int:
+    """About how tall a card of ``images`` tiles of CSS width ``tile`` is on the page (tiles
+    taken as square: letterboxed cells of other shapes make it a guess, used only to size the
+    first screen)."""
+    return CARD_CHROME_PX + images * (tile + GAP_PX)
+
+
 def slug(op: str) -> str:
     """A CSS-class-safe form of an operator name (``a.b_c`` -> ``a-b_c``)."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", op)

@@ -44,7 +44,7 @@ from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 from .card_queue import CardQueue
 from .fused_rows import RowRenderer
 from .gallery_images import decode_first, encode_arrays, problem_text
-from .row import CardZoom, Row, Strips, row_strips, slug, tile_px
+from .row import CardZoom, Row, Strips, card_px, row_strips, slug, tile_px
 from .sweep import STEPS, RowResult, gallery_ops
 from .view_labels import GalleryLabels, LabelRequest, LabelState
 from .view_layout import build_controls, summary
@@ -291,7 +291,7 @@ class GalleryView:
                            seed=self.seed, fuse=self.fuse_rows)
         self.stats["traced_ahead"] = rows.traced_ahead
         for k, op in enumerate(rows.order):
-            self.cards.wait_turn(k, lambda: not self._current(job.gen))
+            self.cards.wait_turn(k, lambda: not self._current(job.gen), card_px(px, len(originals)))
             if not self._current(job.gen):
                 break
             with self._lock:

@@ -8,6 +8,7 @@ right after start so each test renders a few rows only.
 from __future__ import annotations
 
 import html
+import math
 import os
 import shutil
 import sys
@@ -30,8 +31,9 @@ from dali_gallery.gallery.app import (
     App,
     quiet_dali_deprecations,
 )
-from dali_gallery.gallery.card_queue import FIRST_SCREEN_ROWS
+from dali_gallery.gallery.card_queue import FIRST_SCREEN_PX, PAGE_PAINT_S
 from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV, READY_LOG
+from dali_gallery.gallery.row import card_px, tile_px
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from dali_gallery.pipelines.preset import load
 from dali_gallery.widgets import page_ready, ui_thread
@@ -365,6 +367,12 @@ def voila_kernel(monkeypatch) -> FakeLoop:
     return loop
 
 
+def first_screen_rows(gallery) -> int:
+    """The rows whose cards fill a held gallery's first screen (its images, at its size)."""
+    row_px = card_px(tile_px(int(gallery.size.value)), len(gallery.engine.images))
+    return math.ceil(FIRST_SCREEN_PX / row_px)
+
+
 def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypatch, make_app,
                                                                         capfd):
     """A kernel started ahead (the served app's pool) renders the gallery's first screen of
@@ -389,7 +397,6 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
     gallery = app.gallery
     assert not app.claimed and gallery.images_set and gallery.cards.held
     assert [delay for delay, _ in loop.timers] == [UNCLAIMED_TIMEOUT_S]
-    assert len(gallery.visible) > FIRST_SCREEN_ROWS  # the color category
     assert READY_LOG not in capfd.readouterr().err  # nothing made yet
 
     def rendered() -> int:  # rows of this category (the app's first job had all of them)
@@ -397,7 +404,8 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
 
     loop.run_until(lambda: READY_LOG in capfd.readouterr().err, timeout=120)
     first = rendered()
-    assert first == FIRST_SCREEN_ROWS and gallery.shown() == gallery.visible[:first]
+    assert len(gallery.visible) > first_screen_rows(gallery) > 1  # the color category
+    assert first == first_screen_rows(gallery) and gallery.shown() == gallery.visible[:first]
     assert gallery.cards.kept == 0  # made, not kept: they are among the page's widgets
     time.sleep(1.0)  # a worker that did not pause would render the next rows meanwhile
     loop.run_until(lambda: True)
@@ -417,7 +425,8 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
 
 def test_a_claimed_pooled_kernel_keeps_the_cards_of_rows_still_rendering(monkeypatch, make_app):
     """A page that claims a pooled kernel before its first screen is made: the cards not yet
-    made wait for the page's widgets like any other."""
+    made wait for the page's widgets like any other; once it has them, they are made at once
+    and the rows after them render only after the page's pause to paint them."""
     loop = voila_kernel(monkeypatch)
     monkeypatch.setenv(PREHEAT_ENV, "True")
     monkeypatch.setattr(voila.utils, "wait_for_request", lambda: None)
@@ -425,9 +434,16 @@ def test_a_claimed_pooled_kernel_keeps_the_cards_of_rows_still_rendering(monkeyp
     loop.run_until(lambda: app.claimed)  # before any row was rendered and encoded
     gallery = app.gallery
     assert gallery.cards.held and gallery.shown() == []
-    loop.run_until(lambda: gallery.cards.kept >= FIRST_SCREEN_ROWS, timeout=120)
+    loop.run_until(lambda: len(gallery.engine.images) > 0
+                   and gallery.cards.kept >= first_screen_rows(gallery), timeout=120)
     assert gallery.shown() == []
+    first = len(gallery.results)
     page_ready.page_loaded()
+    t0 = time.monotonic()
+    # the kept cards are made at once; the next rows wait while the page paints them
+    loop.run_until(lambda: len(gallery.shown()) >= first, timeout=120)
+    loop.run_until(lambda: len(gallery.results) > first, timeout=120)
+    assert time.monotonic() - t0 >= PAGE_PAINT_S
     loop.run_until(lambda: gallery.shown() == gallery.visible
                    and "operators in" in gallery.status.value, timeout=120)
 
