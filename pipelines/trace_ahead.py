@@ -16,6 +16,7 @@ script without a ``__main__`` guard.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,8 @@ ANSWER = b"dali-gallery-traced "
 """How a worker's answer line starts (other output on its stdout is not an answer)."""
 WAIT_S = 120.0
 """How long a render waits for its worker before tracing the pipeline itself."""
+STOP_GRACE_S = 2.0
+"""How long closing waits for its workers to exit by themselves (an idle one takes ~0.1 s)."""
 _log = logging.getLogger(__name__)
 
 
@@ -168,10 +172,23 @@ class _Worker:
         if event is not None:
             event.set()
 
-    def close(self) -> None:
-        if self.process.poll() is None:
+    def ask_to_stop(self) -> None:
+        """End the worker's input: it stops after the job it is on (see :meth:`close`)."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            # a worker that ended already (its ending is reported by the reader) has no pipe
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+
+    def close(self, grace_s: float = 0.0) -> None:
+        """Wait up to ``grace_s`` for the worker to exit on its own, then kill it. A worker
+        that exits removes autograph's converted sources (``__autograph_generated_file*.py``
+        in the temporary folder, deleted at exit); a killed one leaves them there for good."""
+        self.ask_to_stop()
+        try:
+            self.process.wait(timeout=max(grace_s, 0.0))
+        except subprocess.TimeoutExpired:
             self.process.kill()
-        self.process.wait()
+            self.process.wait()
         self._reader.join(timeout=5)  # it reads the error file once the process ended
         self.errors.close()
 
@@ -225,9 +242,14 @@ class TraceAhead:
         return False
 
     def close(self) -> None:
-        """Stop the workers; pipelines not yet traced are dropped (a render traces them)."""
+        """Stop the workers; pipelines not yet traced are dropped (a render traces them). An
+        idle worker exits by itself (its input ends) within :data:`STOP_GRACE_S`, cleaning up
+        after DALI's autograph; one still tracing is killed."""
         for worker in self._pool:
-            worker.close()
+            worker.ask_to_stop()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for worker in self._pool:
+            worker.close(deadline - time.monotonic())
         self._pool = []
         self._events = {}
 

@@ -83,6 +83,36 @@ def test_a_failed_worker_is_logged_and_the_render_traces_it(arrays, tmp_path, ca
     ahead.close()
 
 
+def test_closing_lets_idle_workers_exit_and_clean_up_after_autograph(arrays, tmp_path,
+                                                                      monkeypatch):
+    """DALI's autograph writes each function it converts to a ``__autograph_generated_file*``
+    source in the temporary folder and deletes it at exit: a worker killed while idle left
+    them there for good (hundreds in a day of galleries). Closing ends an idle worker's input,
+    so it exits by itself and cleans up; one that does not stop in time is still killed."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the worker's temporary folder
+    preset = load(preset_dict(POLICY, seed=5))
+    code = engine(arrays, PipelineCache(None)).code(preset)
+    job = TraceJob("c" * 40, code, preset.seed, 2, "cpu", 1, True, True, str(tmp_path / "c"))
+    ahead = TraceAhead(workers=1)
+    assert ahead.start([job]) == 1
+    assert ahead.wait(job.key) is True
+    worker = ahead._pool[0]
+    assert list(scratch.glob("__autograph_generated_file*")), "autograph wrote no source"
+    ahead.close()
+    assert worker.process.returncode == 0  # it exited by itself, not killed
+    assert not list(scratch.glob("__autograph_generated_file*"))
+
+    monkeypatch.setattr("dali_gallery.pipelines.trace_ahead.STOP_GRACE_S", 0.0)
+    busy = TraceAhead(workers=1)
+    assert busy.start([TraceJob("d" * 40, code, preset.seed, 2, "cpu", 1, True, True,
+                                str(tmp_path / "d"))]) == 1
+    worker = busy._pool[0]
+    busy.close()  # still importing DALI: no time given, killed
+    assert worker.process.returncode is not None and worker.process.returncode < 0
+
+
 def test_workers_trace_gpu_pipelines_without_seeing_a_gpu(arrays, tmp_path):
     """A worker only traces and serializes: it runs with no GPU visible (each one that saw the
     GPU held a CUDA context of ~520 MiB while it traced), and a GPU chain still traces there.
