@@ -150,9 +150,15 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
         # six galleries render every operator at once on the machine's cores: one deadline
         # for all of them (146 s on 2 cores with the pool), and the statuses if it passes
         deadline = time.monotonic() + GALLERY_DEADLINE_S
-        for page in pages:
+        for k, page in enumerate(pages):
             page.locator(ANGLE).first.wait_for(state="visible", timeout=120_000)
-            page.locator(TILE).first.wait_for(state="visible", timeout=120_000)
+            try:
+                page.locator(TILE).first.wait_for(state="visible", timeout=120_000)
+            except PlaywrightTimeout:  # what the page shows instead, and what the kernels said
+                raise AssertionError(
+                    f"session {k}: no builder preview within 120 s; its builder shows:\n"
+                    f"{page.locator('.dg-builder').first.inner_text()[:1500]}\n"
+                    f"server log (end):\n{server.log_tail(3000)}") from None
             left_ms = max(1_000, (deadline - time.monotonic()) * 1000)
             try:
                 page.wait_for_function(GALLERY_DONE_JS, timeout=left_ms)
