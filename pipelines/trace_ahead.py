@@ -138,6 +138,7 @@ class _Worker:
             [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.errors, env=_environment())
         self.jobs: list[str] = []
+        self.answered: set[str] = set()
         self._events = results
         self._answers = answers
         self._reader = threading.Thread(target=self._read, daemon=True,
@@ -152,7 +153,7 @@ class _Worker:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        answered = set()
+        answered = self.answered
         for line in self.process.stdout:  # anything else a library prints there is skipped
             if line.startswith(ANSWER):
                 answer = json.loads(line[len(ANSWER):])
@@ -171,6 +172,11 @@ class _Worker:
         event = self._events.get(key)
         if event is not None:
             event.set()
+
+    @property
+    def idle(self) -> bool:
+        """Every job it was given is answered: it waits for input."""
+        return len(self.answered) >= len(self.jobs)
 
     def ask_to_stop(self) -> None:
         """End the worker's input: it stops after the job it is on (see :meth:`close`)."""
@@ -243,13 +249,15 @@ class TraceAhead:
 
     def close(self) -> None:
         """Stop the workers; pipelines not yet traced are dropped (a render traces them). An
-        idle worker exits by itself (its input ends) within :data:`STOP_GRACE_S`, cleaning up
-        after DALI's autograph; one still tracing is killed."""
-        for worker in self._pool:
+        idle worker exits by itself (its input ends; :data:`STOP_GRACE_S` at most), cleaning
+        up after DALI's autograph; one still tracing is killed at once, as closing must not
+        wait for a trace nobody needs any more."""
+        idle = [w for w in self._pool if w.idle]
+        for worker in idle:
             worker.ask_to_stop()
         deadline = time.monotonic() + STOP_GRACE_S
         for worker in self._pool:
-            worker.close(deadline - time.monotonic())
+            worker.close(deadline - time.monotonic() if worker in idle else 0.0)
         self._pool = []
         self._events = {}
 
