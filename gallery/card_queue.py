@@ -56,6 +56,7 @@ class CardQueue:
         self._on_ready: Callable[[], None] | None = None
         self.screen_px = FIRST_SCREEN_PX
         self._resume_at = 0.0
+        self._waits: list[tuple[float, float]] = []  # perf_counter spans wait_turn blocked
 
     @property
     def held(self) -> bool:
@@ -76,6 +77,7 @@ class CardQueue:
         with self._lock:
             self.screen_px = screen_px
             self._resume_at = 0.0
+            self._waits = []
             self._keep = keep
             self._on_ready = on_ready
             self._released.clear()
@@ -121,13 +123,31 @@ class CardQueue:
         0.2 s)."""
         if row * max(row_px, 1) < self.screen_px:
             return
+        if self._released.is_set() and self._resume_at <= time.monotonic():
+            return  # nothing to wait for (not held, or the pause is over)
         if not self._released.is_set():
             self._first_screen_done()
-        while not self._released.wait(0.2):
-            if stop():
-                return
-        while (left := self._resume_at - time.monotonic()) > 0 and not stop():
-            time.sleep(min(left, 0.2))
+        start = time.perf_counter()
+        try:
+            while not self._released.wait(0.2):
+                if stop():
+                    return
+            while (left := self._resume_at - time.monotonic()) > 0 and not stop():
+                time.sleep(min(left, 0.2))
+        finally:
+            with self._lock:
+                self._waits.append((start, time.perf_counter()))
+
+    def waited_s(self, since: float) -> float:
+        """Seconds the render has waited in :meth:`wait_turn` (held for its page, or in the
+        release's pause) since ``since`` (a ``time.perf_counter()``), since the last hold."""
+        with self._lock:
+            return sum(max(0.0, end - max(start, since)) for start, end in self._waits)
+
+    def busy_s(self, since: float) -> float:
+        """Seconds since ``since`` (``time.perf_counter()``) not spent waiting in
+        :meth:`wait_turn`: how long a gallery took, not how long its page took to claim it."""
+        return time.perf_counter() - since - self.waited_s(since)
 
     def _first_screen_done(self) -> None:
         """Hand ``on_ready`` (once) to the cards thread, which delivers it after the cards

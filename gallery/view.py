@@ -309,7 +309,7 @@ class GalleryView:
                 self.results[op], self._specs[op] = result, spec
                 self.stats["row_ms"][op] = round(result.ms, 1)
                 self.stats.setdefault("first_row_s",
-                                      round(time.perf_counter() - self.stats["started"], 3))
+                                      round(self.cards.busy_s(self.stats["started"]), 3))
             # the strips are encoded and the card made while DALI renders the next rows
             cards.append(self.cards.submit(self._card, job, spec, result, originals, names,
                                            px, labels))
@@ -318,9 +318,9 @@ class GalleryView:
         with self._lock:
             if job.gen != self._gen:
                 return
-            self.stats["total_s"] = round(time.perf_counter() - self.stats["started"], 3)
-            self.stats["rendered"] = rendered
-            self.stats["fused_chunks"] = (rows.fused_chunks, rows.failed_chunks)
+            self.stats["total_s"] = round(self.cards.busy_s(self.stats["started"]), 3)
+            self.stats.update(rendered=rendered, held_s=self.cards.waited_s(self.stats["started"]),
+                              fused_chunks=(rows.fused_chunks, rows.failed_chunks))
         self.cards.finish(lambda: self._finish(job), self._ui_error)
 
     def _card(self, job: _Job, spec: OpSpec, result: RowResult, originals: list[np.ndarray],

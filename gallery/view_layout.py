@@ -56,10 +56,12 @@ def build_controls(view: GalleryView, size: int) -> None:
 
 
 def finished_text(rows: int, rendered: int, first: float | None, total: float, device: str,
-                  failed: list[str], refused: int) -> str:
+                  failed: list[str], refused: int, held: float = 0.0) -> str:
     """The status line of a finished gallery: how many cards it shows in how long (of them,
     how many it rendered now: a filter change shows rows rendered before), on what, and
-    which failed or were not label-aware."""
+    which failed or were not label-aware. ``total`` and ``first`` leave out the ``held``
+    seconds the render waited for its page (a pooled kernel waits for a visitor): they are
+    said apart."""
     if rendered >= rows:
         how = f" (first in {first:.2f} s)" if first is not None else ""
     elif rendered:
@@ -67,6 +69,8 @@ def finished_text(rows: int, rendered: int, first: float | None, total: float, d
     else:
         how = " (rendered before)"
     msg = f"{rows} operators in {total:.1f} s{how} on {device}"
+    if held >= 0.05:
+        msg += f", not counting {held:.1f} s waiting for the page"
     if failed:
         msg += f"; failed: {', '.join(failed)}"
     if refused:
@@ -93,4 +97,5 @@ def summary(results: dict[str, RowResult], visible: list[str], stats: dict[str, 
     failed = [r.op for r in shown if r.error]
     return finished_text(len(shown), stats.get("rendered", 0), stats.get("first_row_s"),
                          stats.get("total_s", 0.0), device, failed,
-                         sum(1 for r in shown if r.refused)) + problems, bool(failed)
+                         sum(1 for r in shown if r.refused),
+                         stats.get("held_s", 0.0)) + problems, bool(failed)

@@ -214,3 +214,23 @@ def test_a_release_with_a_pause_makes_the_kept_cards_at_once_and_the_next_rows_l
     queue.wait_turn(0, stop.is_set, ROW)
     assert time.monotonic() - t0 < 2.0
     queue.close()
+
+
+def test_the_time_the_render_waited_is_counted_from_a_given_moment():
+    """``waited_s(since)`` is the time ``wait_turn`` blocked after ``since`` (held, then the
+    release's pause); ``busy_s(since)`` the rest: a gallery's own time, not its page's."""
+    queue = CardQueue()
+    queue.hold(screen_px=ROW)
+    since = time.perf_counter()
+    queue.wait_turn(0, lambda: False, ROW)  # the first screen: no wait
+    assert queue.waited_s(since) == 0.0
+    threading.Timer(0.4, lambda: queue.release(0.3)).start()
+    queue.wait_turn(1, lambda: False, ROW)  # held 0.4 s, then the 0.3 s pause
+    assert 0.6 < queue.waited_s(since) < 1.5
+    assert 0 <= queue.busy_s(since) < 0.3
+    later = time.perf_counter()
+    queue.wait_turn(2, lambda: False, ROW)  # released, the pause over: no wait
+    assert queue.waited_s(later) == 0.0
+    queue.hold(screen_px=0)  # a new hold forgets the waits before it
+    assert queue.waited_s(since) == 0.0
+    queue.close()
