@@ -122,16 +122,24 @@ def build_chain(page) -> tuple[list[str], str, str]:
     return chain(page), seed(page), slider_value(page, page.locator(ANGLE).first)
 
 
-def wait_link_holds(page, steps: int, seed_value: str) -> str:
-    """Wait until the address bar's link holds that pipeline; returns the parameter."""
-    page.wait_for_function(
-        """([name, steps, seed]) => {
-            const v = new URL(location.href).searchParams.get(name);
-            const el = document.querySelector('.dg-share-link [data-dg-preset]');
-            return v && el && el.getAttribute('data-dg-preset') === v; }""",
-        arg=[PARAM, steps, seed_value])
-    value = link_value(page)
-    preset = decode(value)
+def wait_link_holds(page, steps: int, seed_value: str, timeout_s: float = 30.0) -> str:
+    """Wait until the address bar's link holds that pipeline (the page's link element and
+    the address bar agree, and it decodes to ``steps`` steps and that seed: a link of the
+    state before the last edit agrees too, for a moment); returns the parameter."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        page.wait_for_function(
+            """(name) => {
+                const v = new URL(location.href).searchParams.get(name);
+                const el = document.querySelector('.dg-share-link [data-dg-preset]');
+                return v && el && el.getAttribute('data-dg-preset') === v; }""",
+            arg=PARAM)
+        value = link_value(page)
+        preset = decode(value)
+        if (len(preset.steps) == steps and str(preset.seed) == seed_value) \
+                or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(200)
     assert len(preset.steps) == steps and str(preset.seed) == seed_value
     return value
 
