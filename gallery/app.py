@@ -36,7 +36,8 @@ from dali_gallery.pipelines.images import ImageProblem
 from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.builder import Builder
 from dali_gallery.widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
-from dali_gallery.widgets.page_ready import after_page_load
+from dali_gallery.widgets.page_ready import VOILA_ENV, after_page_load
+from dali_gallery.widgets.page_watchdog import watchdog_script
 from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
 from dali_gallery.widgets.ui_thread import kernel_loop
 
@@ -140,6 +141,8 @@ class App:
         self.builder.labels.on_labels(self._labels_changed)
         self._labels_changed()  # annotations= given: the gallery starts with them
         self.link = ShareLink(self.builder.model) if page_link else None
+        # a served page reloads itself if its widgets never come (widgets.page_watchdog)
+        self._watchdog = watchdog_script() if os.environ.get(VOILA_ENV) else None
         panel = self.builder.images_panel
         self._load_into_builder = panel.on_load
         panel.on_load = self._load
@@ -224,13 +227,16 @@ class App:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def _ipython_display_(self) -> None:
-        """The widgets, and with ``page_link`` the page script that puts the link in the
-        address bar (a Voilà page runs the scripts of the notebook's outputs)."""
+        """The widgets, with ``page_link`` the page script that puts the link in the address
+        bar, and under Voilà the one that reloads a page whose widgets never came (a Voilà
+        page runs the scripts of the notebook's outputs; see ``widgets.page_watchdog``)."""
         from IPython.display import HTML, display
 
         display(self.widget)
         if self.link is not None:
             display(HTML(sync_script()))
+        if self._watchdog is not None:
+            display(HTML(self._watchdog))
 
     # ---- wiring -------------------------------------------------------------------------------
 

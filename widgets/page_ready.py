@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 from .ui_thread import kernel_loop
 
 VOILA_ENV = "VOILA_KERNEL_ID"
 """Set by Voilà in each kernel it starts, before the notebook runs."""
+PAGE_PATIENCE_S = 4.0
+"""How long the page's widget manager waits for the answer (ipywidgets' control comm)."""
+LATE_LOG = "dali-gallery: a page's request for the widgets' state waited"
+"""Start of the server-log line written when a kernel answers past half the page's patience."""
 _log = logging.getLogger(__name__)
 _waiting: list[Callable[[], None]] = []
 _installed = False
@@ -74,7 +80,35 @@ def _install() -> None:
     def handle(cls: Any, msg: dict[str, Any]) -> None:
         original(cls, msg)
         if msg.get("content", {}).get("data", {}).get("method") == "request_states":
+            _log_if_late(msg)
             page_loaded()
 
     Widget._handle_control_comm_msg = classmethod(handle)
     _installed = True
+
+
+def waited_s(msg: dict[str, Any], now: datetime | None = None) -> float | None:
+    """Seconds since the page sent ``msg`` by its header's date (the browser's clock: right
+    when page and server share a machine, off by their clocks' skew otherwise); None without
+    a date."""
+    sent = msg.get("header", {}).get("date")
+    if isinstance(sent, str):
+        try:
+            sent = datetime.fromisoformat(sent.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(sent, datetime):
+        return None
+    if sent.tzinfo is None:
+        sent = sent.replace(tzinfo=timezone.utc)
+    return ((now or datetime.now(timezone.utc)) - sent).total_seconds()
+
+
+def _log_if_late(msg: dict[str, Any]) -> None:
+    """Say in the server's log when the answer came past half the page's patience: past all
+    of it the page has given up on this answer (see the module)."""
+    waited = waited_s(msg)
+    if waited is not None and waited > PAGE_PATIENCE_S / 2:
+        print(f"{LATE_LOG} {waited:.1f} s (by the page's clock; it waits "
+              f"{PAGE_PATIENCE_S:.0f} s) in kernel {os.environ.get(VOILA_ENV, '?')}",
+              file=sys.__stderr__, flush=True)

@@ -36,7 +36,7 @@ from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV, READY_LOG
 from dali_gallery.gallery.row import card_px, tile_px
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from dali_gallery.pipelines.preset import load
-from dali_gallery.widgets import page_ready, ui_thread
+from dali_gallery.widgets import page_ready, page_watchdog, ui_thread
 from dali_gallery.widgets.autosave import AUTOSAVE_ENV
 from dali_gallery.widgets.share_link import MAX_LINK_CHARS, PARAM, decode, encode, sync_script
 from tests.gallery.test_page_request import FakeLoop
@@ -347,6 +347,24 @@ def test_the_page_gets_the_script_that_keeps_the_link_in_the_address_bar(monkeyp
     shown.clear()
     make_app()._ipython_display_()
     assert len(shown) == 1  # not in JupyterLab: its address is its own
+
+
+def test_a_served_page_gets_the_script_that_reloads_it_if_its_widgets_never_come(
+        monkeypatch, make_app):
+    shown: list = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    monkeypatch.setenv(page_ready.VOILA_ENV, "kernel-id")
+    monkeypatch.setenv(page_watchdog.WATCH_ENV, "12")
+    make_app(page_link=True)._ipython_display_()
+    assert [getattr(o, "data", None) for o in shown[1:]] == [
+        sync_script(), page_watchdog.watchdog_script(12)]
+    monkeypatch.setenv(page_watchdog.WATCH_ENV, "1")  # an operator's mistake: said at once
+    with pytest.raises(ValueError, match=page_watchdog.WATCH_ENV):
+        make_app()
+    monkeypatch.delenv(page_ready.VOILA_ENV)  # JupyterLab: never (it would reload the lab)
+    shown.clear()
+    make_app()._ipython_display_()
+    assert len(shown) == 1
 
 
 def test_the_app_does_not_autosave_unless_asked(monkeypatch, tmp_path, make_app):

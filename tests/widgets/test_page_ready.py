@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 from ipywidgets import Widget
 from ipywidgets.widgets import widget as widget_module
@@ -90,3 +92,36 @@ def test_a_failure_in_the_deferred_work_is_logged_not_raised(voila, caplog):
     page_ready.after_page_load(boom)
     voila.timers[0][1]()
     assert "deferred widget work failed" in caplog.text
+
+
+def test_the_wait_is_read_from_the_page_s_date_as_a_string_or_a_datetime():
+    now = datetime(2026, 11, 28, 12, 0, 10, tzinfo=timezone.utc)
+    sent = datetime(2026, 11, 28, 12, 0, 4, 500_000, tzinfo=timezone.utc)
+    assert page_ready.waited_s({"header": {"date": sent}}, now) == pytest.approx(5.5)
+    iso = "2026-11-28T12:00:04.500Z"  # as the page's JavaScript writes it
+    assert page_ready.waited_s({"header": {"date": iso}}, now) == pytest.approx(5.5)
+    naive = sent.replace(tzinfo=None)  # a date without a zone is UTC (Jupyter's convention)
+    assert page_ready.waited_s({"header": {"date": naive}}, now) == pytest.approx(5.5)
+    assert page_ready.waited_s({"header": {}}, now) is None
+    assert page_ready.waited_s({"header": {"date": "not a date"}}, now) is None
+    assert page_ready.waited_s({}, now) is None
+
+
+def test_a_late_answer_is_said_in_the_server_log_and_a_prompt_one_is_not(voila, monkeypatch,
+                                                                         capfd):
+    monkeypatch.setattr(Widget, "_control_comm", FakeComm())
+    monkeypatch.setattr(widget_module, "_instances", {})
+    page_ready.after_page_load(lambda: None)
+
+    def ask(waited: float) -> None:
+        sent = datetime.now(timezone.utc) - timedelta(seconds=waited)
+        Widget._handle_control_comm_msg({"header": {"date": sent},
+                                         "content": {"data": {"method": "request_states"}}})
+
+    ask(0.3)
+    assert page_ready.LATE_LOG not in capfd.readouterr().err
+    ask(5.0)
+    err = capfd.readouterr().err
+    assert page_ready.LATE_LOG in err and "kernel-id" in err, err
+    waited = float(err.split(page_ready.LATE_LOG)[1].split()[0])
+    assert 5.0 <= waited < 6.0
