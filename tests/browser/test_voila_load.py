@@ -47,6 +47,13 @@ _SHOWN_JS = """(selector) => {
     const el = document.querySelector(selector);
     return !!el && !!(el.currentSrc || el.src) && el.complete && el.naturalWidth > 0;
 }"""
+# whether the tile still shows what it showed before the key press, and whether the press came
+_TILE_STATE_JS = """(selector) => {
+    const img = document.querySelector(selector);
+    return JSON.stringify({src_unchanged: img !== null &&
+                           img.src === window.__dgSrc, src_chars: img ? img.src.length : null,
+                           key_seen: window.__dgKey !== null});
+}"""
 GALLERY_DEADLINE_S = 480
 KERNEL_RSS_LIMIT_MB = 3000
 KERNEL_GROWTH_LIMIT_MB = 400
@@ -88,6 +95,16 @@ def kernel_rss_mb(server) -> dict[int, float]:
     return out
 
 
+def page_report(k: int, page, console: list[str]) -> str:
+    """What session k's page shows (its text's start) and the last of its console."""
+    try:
+        text = page.locator("body").first.inner_text(timeout=5_000)[:400]
+    except PlaywrightTimeout:
+        text = "(no body within 5 s)"
+    return (f"--- session {k}: {page.url}\n{text}\nconsole (last 8 of {len(console)}):\n"
+            + "\n".join(console[-8:]))
+
+
 def tab(page, title: str) -> None:
     page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text=title).click()
 
@@ -112,6 +129,7 @@ def add_step(page, text: str) -> None:
 def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp_path):
     server = voila_server()
     contexts, pages, errors = [], [], []
+    consoles: list[list[str]] = [[] for _ in range(SESSIONS)]
     for k in range(SESSIONS):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(180_000)
@@ -119,14 +137,21 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
                       or r.request.url.startswith(("blob:", "data:")) else r.abort())
         page = context.new_page()
         page.on("pageerror", lambda exc, k=k: errors.append(f"session {k}: {exc}"))
+        page.on("console", lambda msg, k=k: consoles[k].append(f"{msg.type}: {msg.text}"[:300]))
         contexts.append(context)
         pages.append(page)
     try:
         t0 = time.monotonic()
         for page in pages:  # six page loads at once: six kernels start
             page.goto(server.page_url(), wait_until="domcontentloaded")
-        for page in pages:
-            page.locator(".dg-app-images .dg-upload").first.wait_for(timeout=240_000)
+        for k, page in enumerate(pages):
+            try:
+                page.locator(".dg-app-images .dg-upload").first.wait_for(timeout=240_000)
+            except PlaywrightTimeout:  # what each page shows, says and what the kernels said
+                raise AssertionError(
+                    f"session {k}: no app after {time.monotonic() - t0:.0f} s\n"
+                    + "\n".join(page_report(j, p, consoles[j]) for j, p in enumerate(pages))
+                    + f"\nserver log (end):\n{server.log_tail(6000)}") from None
         opened_s = time.monotonic() - t0
         # each gallery shows one category: six galleries of every operator at once keep two
         # cores busy for minutes, which is not what this test measures (the scrubbing is)
@@ -188,7 +213,15 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
                 handles[k].focus()
                 handles[k].press("ArrowRight" if direction[k] > 0 else "ArrowLeft")
             for k, page in enumerate(pages):
-                page.wait_for_function("() => window.__dgChanged !== null", timeout=60_000)
+                try:
+                    page.wait_for_function("() => window.__dgChanged !== null", timeout=60_000)
+                except PlaywrightTimeout:  # the tile, the page and the kernels, as they are
+                    raise AssertionError(
+                        f"session {k}: no new preview 60 s after key press {rounds + 1} "
+                        f"(value {handles[k].get_attribute('aria-valuenow')}); the tile "
+                        f"{page.evaluate(_TILE_STATE_JS, TILE)}\n"
+                        + page_report(k, page, consoles[k])
+                        + f"\nserver log (end):\n{server.log_tail(6000)}") from None
                 latencies[k].append(page.evaluate("() => window.__dgChanged - window.__dgKey"))
             rounds += 1
             for pid, mb in kernel_rss_mb(server).items():
