@@ -26,6 +26,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dali_gallery.gallery.gallery_bench import _WATCH_JS
 from dali_gallery.gallery.serve import DEFAULT_POOL_SIZE
+from dali_gallery.widgets.page_watchdog import NOTE_CLASS
 from tests.browser.conftest import img_bytes, kernel_pids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -153,6 +154,8 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
                     + "\n".join(page_report(j, p, consoles[j]) for j, p in enumerate(pages))
                     + f"\nserver log (end):\n{server.log_tail(6000)}") from None
         opened_s = time.monotonic() - t0
+        for k, page in enumerate(pages):  # pooled pages too watch for widgets that never come
+            assert page.locator(f".{NOTE_CLASS}").count() == 1, f"session {k}: no watchdog"
         # each gallery shows one category: six galleries of every operator at once keep two
         # cores busy for minutes, which is not what this test measures (the scrubbing is)
         for page in pages:
