@@ -82,7 +82,8 @@ def test_a_page_left_without_its_widgets_reloads_and_its_first_kernel_goes(
     # the reloaded page works: the app's tabs are there, and no note of a failure is left
     assert page.locator(".dg-app-tabs").count() == 1
     assert page.locator(f".{NOTE_CLASS}.dg-error").count() == 0
-    assert page.evaluate("() => sessionStorage.length") == 0  # the count starts again
+    # the count starts again once the script sees the app (it looks every 0.5 s)
+    page.wait_for_function("() => sessionStorage.length === 0", timeout=10_000)
 
 
 def test_a_page_that_never_gets_its_widgets_stops_after_two_reloads_and_says_so(
