@@ -19,9 +19,9 @@ import os
 WATCH_ENV = "DALI_GALLERY_PAGE_WATCH_S"
 """Overrides :data:`WATCH_S` (seconds, 5 to 600): for a server known to be slow, and tests."""
 WATCH_S = 30.0
-"""Seconds from the page showing its outputs to reloading when the app is still missing: a
-served page shows the app within a few seconds of that, ~15 s with six pages opening at once
-on two cores."""
+"""Seconds from the page showing its outputs to reloading when the app is still missing. On
+the idle 2-core machine a whole page, request to app, took 1.6 s with a pooled kernel and 6 s
+with a kernel started for it; the margin is for busy servers, where a reload costs a kernel."""
 RELOADS = 2
 """Reloads in a row (counted per tab and page path) before the page gives up and says so."""
 APP_CLASS = "dg-app"
