@@ -37,7 +37,7 @@ from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.builder import Builder
 from dali_gallery.widgets.images_panel import SAMPLES_DIR, ImageSource, source_from
 from dali_gallery.widgets.page_ready import VOILA_ENV, after_page_load
-from dali_gallery.widgets.page_watchdog import watchdog_script
+from dali_gallery.widgets.page_watchdog import APP_CLASS, watchdog_script
 from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
 from dali_gallery.widgets.ui_thread import kernel_loop
 
@@ -191,7 +191,7 @@ class App:
             "from <b>Export</b>.</div>")
         top = [head] + ([self.link.widget] if self.link is not None else [])
         self.widget = W.VBox([*top, self.message, self.images, self.tabs])
-        self.widget.add_class("dg-app")
+        self.widget.add_class(APP_CLASS)
 
     # ---- public API ---------------------------------------------------------------------------
 

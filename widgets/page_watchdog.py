@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+from .style import ERROR
+
 WATCH_ENV = "DALI_GALLERY_PAGE_WATCH_S"
 """Overrides :data:`WATCH_S` (seconds, 5 to 600): for a server known to be slow, and tests."""
 WATCH_S = 30.0
@@ -25,6 +27,8 @@ with a kernel started for it; the margin is for busy servers, where a reload cos
 RELOADS = 2
 """Reloads in a row (counted per tab and page path) before the page gives up and says so."""
 APP_CLASS = "dg-app"
+"""The class of the app's outermost widget (``gallery.app``): its view being on the page is
+what the script waits for."""
 NOTE_CLASS = "dg-page-watchdog"
 
 
@@ -51,7 +55,7 @@ _SCRIPT = """<div class="%(note)s"></div><script>
   const started = Date.now();
   const note = (text) => {
     const el = document.querySelector(".%(note)s");
-    if (el) { el.textContent = text; el.className = "%(note)s dg-error"; }
+    if (el) { el.textContent = text; el.className = "%(note)s %(error)s"; }
   };
   const check = () => {
     if (document.querySelector(".%(app)s")) {
@@ -79,5 +83,5 @@ _SCRIPT = """<div class="%(note)s"></div><script>
 def watchdog_script(wait_s: float | None = None) -> str:
     """The page script (HTML) that reloads a page whose app never appeared (see the module)."""
     wait = watch_s() if wait_s is None else wait_s
-    return _SCRIPT % {"note": NOTE_CLASS, "app": APP_CLASS, "wait_ms": int(wait * 1000),
-                      "wait_s": f"{wait:g}", "reloads": RELOADS}
+    return _SCRIPT % {"note": NOTE_CLASS, "app": APP_CLASS, "error": ERROR,
+                      "wait_ms": int(wait * 1000), "wait_s": f"{wait:g}", "reloads": RELOADS}

@@ -20,7 +20,7 @@ import pytest
 from dali_gallery.gallery.serve import GALLERY_NOTEBOOK
 from dali_gallery.widgets.page_ready import LATE_LOG
 from dali_gallery.widgets.page_watchdog import NOTE_CLASS, RELOADS, WATCH_ENV
-from tests.browser.conftest import kernel_pids
+from tests.browser.conftest import Server, kernel_pids
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -58,14 +58,23 @@ def started_kernels(log: str) -> list[str]:
     return re.findall(r"Kernel started: ([0-9a-f-]{36})", log)
 
 
-def test_a_page_left_without_its_widgets_reloads_and_its_first_kernel_goes(
-        voila_server, page, tmp_path):
-    server = voila_server(notebook=late_notebook(tmp_path, late=1), pool_size=0,
+def open_late(voila_server, page, folder: Path,
+              late: int) -> tuple[Server, list[str], float]:
+    """Serve the gallery late for the first ``late`` pages (a kernel started for each page)
+    and open it; returns the server, the list the page's loads are recorded in and the
+    ``time.monotonic()`` the page was asked for."""
+    server = voila_server(notebook=late_notebook(folder, late), pool_size=0,
                           extra_env={WATCH_ENV: str(WATCH_S)})
     loads: list[str] = []
     page.on("load", lambda p: loads.append(p.url))
-    t0 = time.monotonic()
+    asked = time.monotonic()
     page.goto(server.page_url(), wait_until="domcontentloaded")
+    return server, loads, asked
+
+
+def test_a_page_left_without_its_widgets_reloads_and_its_first_kernel_goes(
+        voila_server, page, tmp_path):
+    server, loads, t0 = open_late(voila_server, page, tmp_path, late=1)
     page.locator(UPLOAD).first.wait_for(timeout=180_000)
     shown_s = time.monotonic() - t0
     log = server.log_tail(200_000)
@@ -88,11 +97,7 @@ def test_a_page_left_without_its_widgets_reloads_and_its_first_kernel_goes(
 
 def test_a_page_that_never_gets_its_widgets_stops_after_two_reloads_and_says_so(
         voila_server, page, tmp_path):
-    server = voila_server(notebook=late_notebook(tmp_path, late=99), pool_size=0,
-                          extra_env={WATCH_ENV: str(WATCH_S)})
-    loads: list[str] = []
-    page.on("load", lambda p: loads.append(p.url))
-    page.goto(server.page_url(), wait_until="domcontentloaded")
+    server, loads, _ = open_late(voila_server, page, tmp_path, late=99)
     note = page.locator(f".{NOTE_CLASS}.dg-error").first
     note.wait_for(timeout=240_000)
     page.wait_for_function(
