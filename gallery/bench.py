@@ -156,7 +156,7 @@ def bench_export(device: str, quick: bool) -> dict[str, Any]:
 
 
 def bench_encode(device: str, quick: bool) -> dict[str, Any]:
-    """Render + the JPEG bytes a preview displays (GPU: nvImageCodec from device memory)."""
+    """Render + the JPEG bytes a preview displays (GPU: one nvImageCodec batch, CPU codecs)."""
     reps = 5 if quick else 100
     preset = standard_preset()
     eng = PreviewEngine(device)

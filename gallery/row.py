@@ -25,7 +25,7 @@ import ipywidgets as W
 import numpy as np
 
 from dali_gallery.pipelines.catalog import OpSpec
-from dali_gallery.pipelines.display import encode_image, encode_jpegs_gpu, to_display
+from dali_gallery.pipelines.display import encode_batch, encode_image, to_display
 from dali_gallery.widgets.style import ZOOM_CSS, close_tree, shared_layout, shared_style
 from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
@@ -132,12 +132,12 @@ class Strips:
 
 
 def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
-               labels: LabelState | None = None, *, gpu: bool = False) -> Strips:
+               labels: LabelState | None = None, *, batch: bool = False) -> Strips:
     """The JPEG of the originals column, then one per rendered column (none if not rendered).
     The columns are encoded in parallel (Pillow releases the GIL while it scales and encodes):
     on a warm GPU gallery, encoding one column after another took longer than DALI. With
-    ``gpu`` (a gallery on the GPU) pictures that need no shrinking are encoded as one batch by
-    nvImageCodec (:func:`encode_jpegs_gpu`): a warm H200 gallery took 1.39 s against 1.82 s.
+    ``batch`` (a gallery on the GPU) pictures that need no shrinking are encoded as one batch
+    by nvImageCodec's CPU codecs (:func:`encode_batch`, the GIL released).
     With ``labels`` drawn ("show labels"), each column's tiles get their labels first."""
     if not result.ok:
         return Strips([], (0, 0), 0, px)
@@ -152,9 +152,9 @@ def row_strips(result: RowResult, originals: list[np.ndarray], px: int,
     else:
         first = _ORIGINALS.get(originals, cell, px)
         todo = columns[1:] if first else columns
-        on_gpu = encode_jpegs_gpu([strip_sheet(col, cell) for col in todo], JPEG_QUALITY) \
-            if gpu and cell[1] <= px * DISPLAY_SCALE else None
-        jpegs = on_gpu or list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), todo))
+        batched = encode_batch([strip_sheet(col, cell) for col in todo], "jpeg", JPEG_QUALITY) \
+            if batch and cell[1] <= px * DISPLAY_SCALE else None
+        jpegs = batched or list(_encoder_pool().map(lambda col: strip_jpeg(col, cell, px), todo))
         if first:
             jpegs.insert(0, first)
         else:

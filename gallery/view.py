@@ -328,7 +328,7 @@ class GalleryView:
         """Card thread (one: cards come in render order): a row's strips, then its card."""
         if not self._current(job.gen):
             return
-        strips = row_strips(result, originals, px, labels, gpu=self.engine.device == "gpu")
+        strips = row_strips(result, originals, px, labels, batch=self.engine.device == "gpu")
         self.cards.deliver(lambda: self._publish(job.key, spec, result, strips,
                                                  (originals, names), labels), self._ui_error)
 

@@ -11,14 +11,15 @@ the GIL held (every thread of the kernel stopped), and 0.02 s with the CPU exten
 A gallery's first render built two such pipelines; a dataset check one per restart.
 
 :func:`cpu_codecs` makes the variable name a private folder of links to every extension but the
-GPU ones while such a pipeline is built; :func:`all_codecs` holds the default while an encoder
-or a GPU decoder is made. The variable is read when an instance is made and only these two
+GPU ones while such a pipeline is built (and while the preview's display encoder, nvImageCodec's
+own module, is imported: :mod:`.display`); :func:`all_codecs` holds the default while a GPU
+decoder is made. The variable is read when an instance is made and only these two
 change it, under one lock. A CPU decoder decodes with the CPU extensions whatever else is
 loaded, so its pixels are the same (``tests/pipelines/test_codec_extensions.py`` decodes the
 corpus both ways). Where the user set the variable, or nvImageCodec's folder is not found,
 nothing is changed. The variable belongs to the process: a pipeline that other code of the
 kernel builds in another thread during the few milliseconds of a CPU build would load the CPU
-extensions only (the preview's own encoders, GPU decoders and worker processes wait for it).
+extensions only (the preview's GPU decoders and worker processes wait for it).
 
 The variable is set to the default folder once, when this module is imported (before the
 kernel's DALI threads start, as a rule): later changes replace an existing entry of the
@@ -135,7 +136,7 @@ def child_environment() -> dict[str, str]:
 
 @contextmanager
 def all_codecs() -> Iterator[None]:
-    """Make an nvImageCodec encoder or build a GPU decoder in here: every extension, never
-    the CPU folder of a build running beside it."""
+    """Build a GPU decoder in here: every extension, never the CPU folder of a build running
+    beside it."""
     with _LOCK:
         yield

@@ -1,15 +1,27 @@
 """Display bytes of DALI's pixels: the one place that turns samples into JPEG or PNG.
 
 Display only: the pixels come from a DALI render and are never changed here, except that a
-picture larger than its display box is shrunk (never enlarged) after rendering. GPU outputs are
-encoded by nvImageCodec straight from device memory when it is installed; everything else by
-Pillow (:func:`encode_image`).
+picture larger than its display box is shrunk (never enlarged) after rendering. A GPU preview's
+pictures (host copies: the preview reads them anyway) are encoded as one batch by nvImageCodec's
+CPU codecs (:func:`encode_batch`), everything else by Pillow (:func:`encode_image`).
+
+nvImageCodec is imported with its CPU extensions only (:func:`.codec_extensions.cpu_codecs`):
+importing it with every extension made its module's instance probe nvJPEG's hardware decoder
+and encoder, two nvJPEG handles of 0.28 s each with the GIL held (0.56 s in which no thread of
+the kernel ran, on an H200 host), and the first GPU encode took 0.32 s more. Its CPU JPEG
+encoder (libjpeg-turbo) is imported in 5 ms, encodes 16 pictures of 256x1024 in 3-6 ms
+(nvJPEG on the GPU: 7 ms after its first batch) and releases the GIL.
+The module is the process's: code of the same kernel that imports ``nvidia.nvimgcodec`` after
+the preview encoded its first picture gets that instance, without the GPU codecs; import it
+before the preview to have them (then the preview uses it as it is).
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import os
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .codec_extensions import all_codecs
+from .codec_extensions import cpu_codecs
 
 FORMATS = ("jpeg", "png")
 _log = logging.getLogger(__name__)
@@ -65,60 +77,66 @@ def encode_image(array: np.ndarray, fmt: str = "jpeg", *, quality: int = 85,
     return buf.getvalue()
 
 
-def encode_tiles(raw: Any, arrays: list[np.ndarray], fmt: str, quality: int) -> list[bytes]:
-    """Display bytes of each sample of one output: nvImageCodec on a GPU batch of HWC uint8
-    images (no host round trip), else Pillow on the host copies ``arrays``."""
+def encode_tiles(arrays: list[np.ndarray], fmt: str, quality: int, *,
+                 batch: bool = False) -> list[bytes]:
+    """Display bytes of each sample of one output (host arrays): with ``batch`` (a GPU
+    preview) one nvImageCodec batch for HWC uint8 pictures, else (or where nvImageCodec cannot)
+    Pillow, one picture at a time."""
     if fmt not in FORMATS:
         raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
-    from nvidia.dali.backend import TensorListGPU
-
-    hwc_uint8 = bool(arrays) and arrays[0].ndim == 3 and arrays[0].shape[-1] == 3 \
-        and arrays[0].dtype == np.uint8
-    if isinstance(raw, TensorListGPU) and hwc_uint8 and _nvimgcodec() is not None:
-        out = _nv_encode([raw[j] for j in range(len(raw))], fmt, quality)
+    hwc_uint8 = bool(arrays) and all(
+        a.ndim == 3 and a.shape[-1] == 3 and a.dtype == np.uint8 for a in arrays)
+    if batch and hwc_uint8:
+        out = encode_batch(arrays, fmt, quality)
         if out is not None:
             return out
     return [encode_image(a, fmt, quality=quality) for a in arrays]
 
 
-def encode_jpegs_gpu(arrays: Sequence[np.ndarray], quality: int) -> list[bytes] | None:
-    """JPEG bytes of host HWC uint8 pictures, encoded as one batch by nvImageCodec on the GPU:
-    a gallery's strips took 0.17 s against 0.45-0.5 s with Pillow on an H200 host, and they
-    leave the CPU (and the GIL) to the renders beside them. None where nvImageCodec is not
-    installed, or fails (logged): the caller encodes with Pillow, the same picture."""
-    if _nvimgcodec() is None or not arrays:
+def encode_batch(arrays: Sequence[np.ndarray], fmt: str, quality: int) -> list[bytes] | None:
+    """JPEG or PNG bytes of host HWC uint8 pictures, encoded as one batch by nvImageCodec's CPU
+    codecs, on its own threads with the GIL released: a GPU gallery's strips took 0.26-0.30 s
+    in all against 0.45-0.5 s with Pillow (H200 host), beside the renders. None where
+    nvImageCodec is not installed or fails (logged): the caller encodes with Pillow, the same
+    picture."""
+    if fmt not in FORMATS:
+        raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
+    nvimgcodec = _nvimgcodec()
+    if nvimgcodec is None or not arrays:
         return None
+    params = nvimgcodec.EncodeParams(quality_type=nvimgcodec.QualityType.QUALITY,
+                                     quality_value=quality) if fmt == "jpeg" else None
     try:
-        out = _nv_encode([np.ascontiguousarray(a) for a in arrays], "jpeg", quality)
-    except RuntimeError as e:  # nvImageCodec's CUDA or codec failures
+        images = [nvimgcodec.as_image(np.ascontiguousarray(a)) for a in arrays]
+        with ENCODERS.use() as encoder:
+            out = encoder.encode(images, fmt, params=params)
+    except RuntimeError as e:  # nvImageCodec's codec failures
         _log.warning("nvImageCodec could not encode %d pictures (%s); using Pillow",
                      len(arrays), e)
         return None
-    if out is None:
+    if any(o is None for o in out):
         _log.warning("nvImageCodec left some of %d pictures unencoded; using Pillow",
                      len(arrays))
-    return out
-
-
-def _nv_encode(sources: Sequence[Any], fmt: str, quality: int) -> list[bytes] | None:
-    """nvImageCodec's bytes of ``sources`` (DALI GPU samples or host arrays) as one batch;
-    None when it left any of them unencoded."""
-    nvimgcodec = _nvimgcodec()
-    params = nvimgcodec.EncodeParams(quality_value=quality) if fmt == "jpeg" else None
-    images = [nvimgcodec.as_image(x) for x in sources]
-    with ENCODERS.use() as encoder:
-        out = encoder.encode(images, fmt, params=params)
-    return None if any(o is None for o in out) else [bytes(o) for o in out]
+        return None
+    return [bytes(o) for o in out]
 
 
 _CODEC: dict[str, Any] = {}
+ENCODE_THREADS = max(1, min(8, (os.cpu_count() or 2) - 1))
+"""CPU threads of each nvImageCodec encoder (its default is one a core, each encoder; it
+refuses, with a warning, as many as the cores)."""
 
 
 def _nvimgcodec() -> Any:
+    """``nvidia.nvimgcodec``, imported with its CPU extensions unless the kernel imported it
+    already (see the module docstring); None when it is not installed."""
     if "module" not in _CODEC:
         try:
-            with all_codecs():  # importing makes its instance (0.56 s on an H100, GIL held)
+            if "nvidia.nvimgcodec" in sys.modules:
                 from nvidia import nvimgcodec
+            else:
+                with cpu_codecs():
+                    from nvidia import nvimgcodec
         except ImportError:
             nvimgcodec = None
         _CODEC["module"] = nvimgcodec
@@ -126,13 +144,11 @@ def _nvimgcodec() -> Any:
 
 
 class Encoders:
-    """The process's nvImageCodec encoders, each used by one thread at a time (the builder's
-    render thread and a gallery's cards thread encode at the same time) and made only when none
-    is free. They used to be one per thread, and a gallery view's cards thread is new with
-    every view: each gallery made an encoder again. Making one costs 2-5 ms, but the first
-    encode of the process's first encoder took 0.31 s against 0.015 s later (H100; a later
-    encoder's first encode was not timed), and the warm gallery took 0.87-1.10 s with an
-    encoder per view against 0.58-0.77 s with these.
+    """The process's nvImageCodec encoders (CPU), each used by one thread at a time (the
+    builder's render thread and a gallery's cards thread encode at the same time) and made
+    only when none is free: a gallery view's cards thread is new with every view, and with an
+    encoder per thread each gallery made one again (on the GPU codecs, the warm gallery took
+    0.87-1.10 s with an encoder per view against 0.58-0.77 s with these).
     At most :attr:`keep` free ones are kept; one whose encode raised is not reused."""
 
     def __init__(self, keep: int = 4) -> None:
@@ -146,8 +162,9 @@ class Encoders:
         with self._lock:
             encoder = self._free.pop() if self._free else None
         if encoder is None:
-            with all_codecs():  # never the CPU-only extensions of a decoder built beside it
-                encoder = _nvimgcodec().Encoder()
+            codec = _nvimgcodec()
+            encoder = codec.Encoder(device_id=codec.NVIMGCODEC_DEVICE_CPU_ONLY,
+                                    max_num_cpu_threads=ENCODE_THREADS)
             with self._lock:
                 self.made += 1
         yield encoder  # an exception leaves it here, dropped

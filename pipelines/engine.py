@@ -242,7 +242,8 @@ class PreviewEngine:
                                     chain_labels.min_kept)
             result = read_outputs(outputs, built.chain, n, draws, self.device)
             t_enc = time.perf_counter()
-            encoded = encode_tiles(outputs[0], result[0], encode, quality) if encode else None
+            encoded = (encode_tiles(result[0], encode, quality, batch=self.device == "gpu")
+                       if encode else None)
             encode_ms = (time.perf_counter() - t_enc) * 1000
             self._reset.after_render(built, stream)
             built.busy = False

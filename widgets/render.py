@@ -137,9 +137,9 @@ class PreviewRenderer:
     def render(self, request: RenderRequest) -> RenderResult:
         """Render the first ``count`` images x ``draws``; raises StepError on failure.
 
-        Tiles no larger than the display size are encoded by the engine (on the GPU,
-        nvImageCodec encodes straight from device memory); larger ones (the "original" size)
-        are shrunk for display with Pillow."""
+        Tiles no larger than the display size are encoded by the engine (on the GPU, one
+        nvImageCodec batch on its CPU threads); larger ones (the "original" size) are shrunk
+        for display with Pillow."""
         with self.lock:
             n = min(request.count, self.count)
             if n == 0:

@@ -139,3 +139,31 @@ def test_a_card_without_tiles_has_nothing_to_zoom():
     with pytest.raises(ValueError, match="rotate has no tiles"):
         row.click_tile(0, 1)
     row.close()
+
+
+def test_strips_of_a_gpu_gallery_are_the_same_pictures_encoded_as_one_batch(monkeypatch):
+    """A GPU gallery encodes its strips as one nvImageCodec batch a card (its CPU codecs, so
+    this runs anywhere); decoded, they are the pictures Pillow encodes (JPEG's tolerance),
+    letterboxed the same way."""
+    from dali_gallery.gallery import row as row_mod
+
+    calls: list[int] = []
+    real = row_mod.encode_batch
+
+    def counted(arrays, fmt, quality):
+        calls.append(len(arrays))
+        return real(arrays, fmt, quality)
+
+    monkeypatch.setattr(row_mod, "encode_batch", counted)
+    ramp = np.linspace(0, 255, 200, dtype=np.float32)
+    wide = np.stack([np.tile(ramp, (100, 1))] * 3, axis=2).astype(np.uint8)
+    tall = np.ascontiguousarray(np.transpose(wide, (1, 0, 2)))
+    result = RowResult(plan_row(CATALOG["brightness"]), [[wide, tall]] * 3)
+    px = row_mod.tile_px(256)
+    batched = row_mod.row_strips(result, [wide, tall], px, batch=True)
+    cpu = row_mod.row_strips(result, [wide.copy(), tall.copy()], px)  # other originals
+    assert calls == [4] and len(batched.jpegs) == len(cpu.jpegs) == 4
+    for a, b in zip(batched.jpegs, cpu.jpegs, strict=True):
+        da, db = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB"), np.int16) for x in (a, b))
+        assert da.shape == db.shape == (2 * 200 + row_mod.GAP_PX, 200, 3)
+        assert np.abs(da - db).mean() < 2 and np.abs(da - db).max() < 40

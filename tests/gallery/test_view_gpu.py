@@ -4,11 +4,8 @@ which device renders."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
-from PIL import Image
 
 from dali_gallery.gallery.app import App
 from dali_gallery.gallery.bench import bench_images
@@ -52,32 +49,3 @@ def test_app_says_it_renders_on_the_gpu():
         assert app.gallery.results["experimental.median_blur"].ok
     finally:
         app.close()
-
-
-def test_gallery_strips_on_the_gpu_are_the_same_pictures_encoded_by_nvimagecodec(monkeypatch):
-    """A GPU gallery encodes its strips as one nvImageCodec batch a card; decoded, they are
-    the pictures Pillow encodes (JPEG's tolerance), letterboxed the same way."""
-    from dali_gallery.gallery import row as row_mod
-    from dali_gallery.gallery.sweep import RowResult, plan_row
-
-    calls: list[int] = []
-    real = row_mod.encode_jpegs_gpu
-
-    def counted(arrays, quality):
-        calls.append(len(arrays))
-        return real(arrays, quality)
-
-    monkeypatch.setattr(row_mod, "encode_jpegs_gpu", counted)
-    ramp = np.linspace(0, 255, 200, dtype=np.float32)
-    wide = np.stack([np.tile(ramp, (100, 1))] * 3, axis=2).astype(np.uint8)
-    tall = np.ascontiguousarray(np.transpose(wide, (1, 0, 2)))
-    result = RowResult(plan_row(CATALOG["brightness"]), [[wide, tall]] * 3)
-    px = row_mod.tile_px(256)
-    gpu = row_mod.row_strips(result, [wide, tall], px, gpu=True)
-    cpu = row_mod.row_strips(result, [wide.copy(), tall.copy()], px)  # other originals
-    assert calls == [4] and len(gpu.jpegs) == len(cpu.jpegs) == 4
-    assert gpu.jpegs != cpu.jpegs  # another encoder made them
-    for a, b in zip(gpu.jpegs, cpu.jpegs, strict=True):
-        da, db = (np.asarray(Image.open(io.BytesIO(x)).convert("RGB"), np.int16) for x in (a, b))
-        assert da.shape == db.shape == (2 * 200 + row_mod.GAP_PX, 200, 3)
-        assert np.abs(da - db).mean() < 2 and np.abs(da - db).max() < 40
