@@ -299,25 +299,25 @@ def _failing_value(engine: PreviewEngine, plan: RowPlan, seed: int,
 
 
 def ahead_order(engine: PreviewEngine, catalog: Catalog, ops: list[str], todo: list[str],
-                steps: int, seed: int) -> tuple[list[str], int]:
-    """The gallery's rows (``ops``) in the order to render them, and how many were traced
-    ahead. Of the rows still to render (``todo``), those whose pipelines trace slowly
-    (conditionals, not cached) start tracing in worker processes, and custom operators on the
-    GPU have CuPy warmed (:meth:`PreviewEngine.warm_custom`): both go last, so the work runs
-    beside the other rows (the cards keep catalog order)."""
-    slow = []
+                steps: int, seed: int) -> tuple[list[str], dict[str, list[tuple[Preset, int]]]]:
+    """The gallery's rows (``ops``) in the order to render them, and the renders of those
+    traced ahead (by operator). Of the rows still to render (``todo``), those whose pipelines
+    trace slowly (conditionals, not cached) start tracing in worker processes, and custom
+    operators on the GPU have CuPy warmed (:meth:`PreviewEngine.warm_custom`): both go last,
+    so the work runs beside the other rows (the cards keep catalog order)."""
+    ahead: dict[str, list[tuple[Preset, int]]] = {}
     for spec in (catalog[op] for op in todo):
         if not spec.conditionals or spec.unavailable_on(engine.device):
             continue
         try:
-            plan = plan_row(spec, steps)
-            if engine.trace_ahead(row_renders(plan, seed, catalog)):
-                slow.append(spec.name)
+            renders = row_renders(plan_row(spec, steps), seed, catalog)
+            if engine.trace_ahead(renders):
+                ahead[spec.name] = renders
         except PresetError:  # an invalid column: its row says so when rendered
             continue
     warmed = engine.warm_custom(todo)
-    last = slow + [op for op in warmed if op not in slow]
-    return [op for op in ops if op not in last] + last, len(slow)
+    last = list(ahead) + [op for op in warmed if op not in ahead]
+    return [op for op in ops if op not in last] + last, ahead
 
 
 def label_refusal(spec: OpSpec) -> str | None:

@@ -51,7 +51,7 @@ from .render_result import Render, SampleRecord, read_outputs
 from .rng_reset import RngReset
 from .step_error import StepError, name_step
 from .sweep_render import render_sweep
-from .trace_ahead import TraceAhead, trace_jobs
+from .trace_ahead import TraceAhead, trace_jobs, trace_keys
 
 __all__ = ["MAX_BATCH", "PreviewEngine", "Render", "SampleRecord", "StepError"]
 
@@ -281,12 +281,16 @@ class PreviewEngine:
         waits for its worker and loads it from the cache (:mod:`.trace_ahead`). Chains with
         Python operators or labels are not cached, so not traced ahead. Returns how many
         were started."""
-        jobs = trace_jobs(self, renders)
-        if not jobs:
+        if not (jobs := trace_jobs(self, renders)):
             return 0
-        if self._ahead is None:
-            self._ahead = TraceAhead(workers)
+        self._ahead = self._ahead or TraceAhead(workers)
         return self._ahead.start(jobs)
+
+    def tracing(self, renders: Sequence[tuple[Preset, int]]) -> bool:
+        """Whether a worker is still tracing a pipeline of these renders (see
+        :meth:`trace_ahead`): rendering one now would wait for it."""
+        return self._ahead is not None and any(
+            map(self._ahead.pending, trace_keys(self, renders)))
 
     def warm_custom(self, ops: Sequence[str]) -> list[str]:
         """Warm these custom operators' CuPy kernels (:func:`.custom_probe.warm_custom`)."""

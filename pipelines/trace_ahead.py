@@ -70,6 +70,17 @@ def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> lis
     """The jobs of ``PreviewEngine.trace_ahead``: renders ``(preset, draws)`` on all the
     engine's images whose pipelines need conditionals (slow to trace) and that its cache
     lacks (none with labels or Python operators: those are never cached)."""
+    return [job for job in _conditional_jobs(engine, renders) if not engine.cache.has(job.key)]
+
+
+def trace_keys(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> list[str]:
+    """The cache keys of the pipelines of ``renders`` that a worker would trace (cached or
+    not): what a render of them waits for while a worker has them."""
+    return [job.key for job in _conditional_jobs(engine, renders)]
+
+
+def _conditional_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]
+                      ) -> list[TraceJob]:
     images = len(engine.images)
     if not engine.cache.enabled or engine.labels is not None or not images:
         return []
@@ -81,7 +92,7 @@ def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> lis
         code, chain = engine._module(preset, False, None, key)
         batch = images * draws
         cache_key = engine._cache_key(code, preset, batch, False, chain)
-        if chain.conditionals and cache_key is not None and not engine.cache.has(cache_key):
+        if chain.conditionals and cache_key is not None:
             jobs.append(TraceJob(cache_key, code, preset.seed, batch, engine.device,
                                  engine.num_threads, chain.checkpoints, chain.conditionals,
                                  str(engine.cache.folder)))
@@ -231,6 +242,11 @@ class TraceAhead:
                              "when rendered", job.key, e)
                 continue
         return len(new)
+
+    def pending(self, key: str) -> bool:
+        """A worker has ``key`` and has not answered yet (a render of it would wait)."""
+        event = self._events.get(key)
+        return event is not None and not event.is_set()
 
     def wait(self, key: str, timeout: float = WAIT_S) -> bool:
         """Wait for the worker on ``key``; True when it stored the pipeline. A failed or late

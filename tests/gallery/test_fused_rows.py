@@ -121,3 +121,45 @@ def test_labelled_images_are_never_fused(images):
     result = rows.render(CATALOG["rotate"])
     assert result.ok and rows.fused_chunks == 0 and result.labels is not None
     eng.close()
+
+
+class _Tracing:
+    """The engine's side of tracing ahead, as the gallery sees it on a GPU host: every policy
+    row goes to a worker, custom rows get CuPy warmed; ``busy`` holds the operators whose
+    workers have not answered yet."""
+
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.busy: set[str] = set()
+
+    def trace_ahead(self, renders) -> int:
+        return len(renders)
+
+    def warm_custom(self, ops) -> list[str]:
+        return [op for op in ops if CATALOG[op].custom]
+
+    def tracing(self, renders) -> bool:
+        return bool({p.steps[0].op for p, _ in renders} & self.busy)
+
+
+def test_a_row_its_worker_still_traces_gives_its_turn_to_one_that_would_not_wait():
+    eng = _Tracing()
+    ops = list(CATALOG)
+    rows = fused_rows.RowRenderer(eng, CATALOG, ops, ops, steps=4, seed=42)
+    slow = [op for op in rows.order if CATALOG[op].conditionals]
+    custom = [op for op in rows.order if CATALOG[op].custom]
+    assert rows.traced_ahead == len(slow) >= 3 and len(custom) == 2
+    assert rows.order[-len(slow) - len(custom):] == slow + custom  # both last, as before
+    eng.busy = set(slow)
+    turns = rows.in_order()
+    head = [next(turns) for _ in range(len(ops) - len(slow) - len(custom))]
+    assert head == rows.order[:len(head)]  # nobody waits: the order as it was
+    assert [next(turns), next(turns)] == custom  # every policy still tracing
+    assert next(turns) == slow[0]  # every row left would wait: the first waits
+    eng.busy.discard(slow[2])
+    assert next(turns) == slow[2]
+    eng.busy.clear()
+    rest = list(turns)
+    assert rest == [op for op in slow if op not in (slow[0], slow[2])]
+    assert sorted(head + custom + [slow[0], slow[2]] + rest) == sorted(ops)

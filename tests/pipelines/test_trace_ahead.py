@@ -36,9 +36,12 @@ def test_a_policy_traced_ahead_renders_as_one_traced_here(arrays, tmp_path):
     expected = here.render(preset, draws=2)
     assert (here.builds, here.cache_hits) == (1, 0)
     ahead = engine(arrays, PipelineCache(tmp_path / "ahead"))
+    assert not ahead.tracing([(preset, 2)])
     assert ahead.trace_ahead([(preset, 2)], workers=1) == 1
+    assert ahead.tracing([(preset, 2)])  # the worker is still importing DALI
     assert ahead.trace_ahead([(preset, 2)]) == 0  # already under way
     got = ahead.render(preset, draws=2)
+    assert not ahead.tracing([(preset, 2)])  # answered (and the render waited for it)
     assert (ahead.builds, ahead.cache_hits) == (1, 1)  # loaded: not traced in this process
     for x, y in zip(expected.images, got.images, strict=True):
         np.testing.assert_array_equal(x, y)
