@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from dali_gallery.pipelines.catalog import Catalog, OpSpec
 from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.preset import Preset, PresetError
+from dali_gallery.pipelines.trace_ahead import WAIT_S
 
 from .sweep import (
     RowPlan,
@@ -36,6 +37,8 @@ and its rows still reach the page in a few steps."""
 MAX_PIXELS = 96_000_000
 """Input pixels of a chunk (columns x images x pixels each) at most: the outputs of every
 branch live together until the run ends."""
+POLL_S = 0.02
+"""How often a render waiting for trace-ahead workers looks which answered."""
 _log = logging.getLogger(__name__)
 
 
@@ -63,17 +66,26 @@ class RowRenderer:
         self.fused_chunks = 0
         self.failed_chunks = 0
 
-    def in_order(self) -> Iterator[str]:
+    def in_order(self, stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
         """``order``, except that a row whose pipelines a worker is still tracing gives its
         turn to the first row after it that would not wait (a policy traced sooner, a custom
-        row): the render waits only when every row left would. The workers answer in the
-        order their traces end, not the catalog's (an H200 host's cold gallery waited 0.1-0.8
-        s for the first policy while later ones were ready)."""
+        row); when every row left would wait, the first whose worker answers goes next. The
+        workers answer in the order their traces end, not the catalog's (an H200 host's cold
+        gallery waited 0.1-0.8 s for the first policy while later ones were ready).
+        ``stop()`` (an outdated job) ends a wait at once."""
         left = list(self.order)
         while left:
-            pick = next((op for op in left if not self._waits(op)), left[0])
+            pick = self._next(left, stop)
             left.remove(pick)
             yield pick
+
+    def _next(self, left: list[str], stop: Callable[[], bool]) -> str:
+        deadline = time.monotonic() + WAIT_S  # then the first row's render waits (and logs)
+        while (pick := next((op for op in left if not self._waits(op)), None)) is None:
+            if stop() or time.monotonic() >= deadline:
+                return left[0]
+            time.sleep(POLL_S)
+        return pick
 
     def _waits(self, op: str) -> bool:
         renders = self._ahead.get(op)

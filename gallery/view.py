@@ -290,7 +290,7 @@ class GalleryView:
         rows = RowRenderer(self.engine, self.catalog, job.ops, todo, steps=self.steps,
                            seed=self.seed, fuse=self.fuse_rows)
         self.stats["traced_ahead"] = rows.traced_ahead
-        for k, op in enumerate(rows.in_order()):
+        for k, op in enumerate(rows.in_order(lambda: not self._current(job.gen))):
             self.cards.wait_turn(k, lambda: not self._current(job.gen), card_px(px, len(originals)))
             if not self._current(job.gen):
                 break
