@@ -39,6 +39,7 @@ from dali_gallery.widgets.images_panel import SAMPLES_DIR, ImageSource, source_f
 from dali_gallery.widgets.page_ready import VOILA_ENV, after_page_load
 from dali_gallery.widgets.page_watchdog import APP_CLASS, watchdog_script
 from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
+from dali_gallery.widgets.style import ERROR
 from dali_gallery.widgets.ui_thread import kernel_loop
 
 from .card_queue import PAGE_PAINT_S
@@ -182,7 +183,7 @@ class App:
                                   titles=("Images", "Labels"), selected_index=0)
         self.images.add_class("dg-app-images")
         self.message = W.HTML(
-            "".join(f'<div class="dg-error">{html.escape(n)}</div>' for n in notes))
+            "".join(f'<div class="{ERROR}">{html.escape(n)}</div>' for n in notes))
         self.message.add_class("dg-app-message")
         head = W.HTML(
             "<div style='opacity:.75'>Previews are rendered live by DALI on "
@@ -268,7 +269,7 @@ class App:
 
     def _note(self, title: str, problems: list[str]) -> None:
         items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
-        self.message.value += (f'<div class="dg-error">{html.escape(title)}'
+        self.message.value += (f'<div class="{ERROR}">{html.escape(title)}'
                                f'{f"<ul>{items}</ul>" if items else ""}</div>')
 
     def _load(self, source: ImageSource) -> list[ImageProblem]:

@@ -26,7 +26,13 @@ import numpy as np
 
 from dali_gallery.pipelines.catalog import OpSpec
 from dali_gallery.pipelines.display import encode_batch, encode_image, to_display
-from dali_gallery.widgets.style import ZOOM_CSS, close_tree, shared_layout, shared_style
+from dali_gallery.widgets.style import (
+    ERROR,
+    ZOOM_CSS,
+    close_tree,
+    shared_layout,
+    shared_style,
+)
 from dali_gallery.widgets.zoom import ZOOM_PX, ZoomView
 
 from .sweep import RowResult
@@ -256,7 +262,7 @@ class Row:
             note.add_class("dg-gallery-gpu-only" if result.unavailable else
                            "dg-gallery-refused" if result.refused else "dg-gallery-error")
             if result.error:
-                note.add_class("dg-error")
+                note.add_class(ERROR)
             body += [note, self.add]
         self._body = [head, *body]
         self.widget = W.VBox(list(self._body), layout=shared_layout())

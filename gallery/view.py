@@ -38,7 +38,7 @@ from dali_gallery.pipelines.preset import PresetError
 from dali_gallery.widgets.kernel_messages import keep_widget_messages
 from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
-from dali_gallery.widgets.style import close_tree
+from dali_gallery.widgets.style import ERROR, close_tree
 from dali_gallery.widgets.ui_thread import UI, on_ui_thread
 
 from .card_queue import CardQueue
@@ -390,11 +390,11 @@ class GalleryView:
         return True
 
     def _ui_error(self, error: Exception) -> None:
-        self.status.value = (f'<span class="dg-error">gallery display failed: '
+        self.status.value = (f'<span class="{ERROR}">gallery display failed: '
                              f'{html.escape(type(error).__name__)}: {html.escape(str(error))}'
                              "</span>")
 
     def _say(self, text: str, error: bool = False) -> None:
-        cls = "dg-error" if error else "dg-gallery-note"
+        cls = ERROR if error else "dg-gallery-note"
         value = f'<span class="{cls}">{html.escape(text)}</span>'
         on_ui_thread(lambda: setattr(self.status, "value", value))

@@ -30,6 +30,7 @@ from dali_gallery.pipelines.catalog import CATALOG, Catalog
 from dali_gallery.pipelines.preset import MAX_DOCUMENT_BYTES, Preset, PresetError, parse_document
 
 from .model import ChainModel, Change, empty_preset
+from .style import ERROR
 
 PARAM = "preset"
 """The query parameter that holds the pipeline."""
@@ -150,7 +151,7 @@ class ShareLink:
 
 def _link_html(value: str, problem: str) -> str:
     if problem:
-        return (f'<span class="dg-share-anchor dg-error" data-dg-preset="">{escape(problem)}'
+        return (f'<span class="dg-share-anchor {ERROR}" data-dg-preset="">{escape(problem)}'
                 "</span>")
     if not value:
         return ('<span class="dg-share-anchor" data-dg-preset="">The default pipeline: build '
