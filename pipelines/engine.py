@@ -173,7 +173,7 @@ class PreviewEngine:
         """Render ``draws`` independent draws of every image (or of the chosen ones).
 
         ``encode="jpeg"`` (or ``"png"``) also returns each tile as encoded bytes for display:
-        on the GPU nvImageCodec encodes straight from device memory (no host round trip).
+        on the GPU one nvImageCodec batch of the host copies (its CPU codecs, :mod:`.display`).
         ``advance=True`` goes on from the random state the pipeline's previous render left
         instead of restarting it: the next batch of the same stream, from the same build
         (the distribution view collects hundreds of draws this way); the render before it
