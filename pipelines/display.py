@@ -77,13 +77,17 @@ def encode_image(array: np.ndarray, fmt: str = "jpeg", *, quality: int = 85,
     return buf.getvalue()
 
 
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
+
+
 def encode_tiles(arrays: list[np.ndarray], fmt: str, quality: int, *,
                  batch: bool = False) -> list[bytes]:
     """Display bytes of each sample of one output (host arrays): with ``batch`` (a GPU
     preview) one nvImageCodec batch for HWC uint8 pictures, else (or where nvImageCodec cannot)
     Pillow, one picture at a time."""
-    if fmt not in FORMATS:
-        raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
+    _check_format(fmt)
     hwc_uint8 = bool(arrays) and all(
         a.ndim == 3 and a.shape[-1] == 3 and a.dtype == np.uint8 for a in arrays)
     if batch and hwc_uint8:
@@ -99,8 +103,7 @@ def encode_batch(arrays: Sequence[np.ndarray], fmt: str, quality: int) -> list[b
     in all against 0.45-0.5 s with Pillow (H200 host), beside the renders. None where
     nvImageCodec is not installed or fails (logged): the caller encodes with Pillow, the same
     picture."""
-    if fmt not in FORMATS:
-        raise ValueError(f"encode {fmt!r} is not allowed; expected 'jpeg' or 'png'")
+    _check_format(fmt)
     nvimgcodec = _nvimgcodec()
     if nvimgcodec is None or not arrays:
         return None

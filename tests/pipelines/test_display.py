@@ -5,6 +5,7 @@ its encoders kept for the process."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -217,13 +218,13 @@ def test_tiles_the_batch_encoder_cannot_take_go_to_pillow(monkeypatch):
 
 
 _FRESH = """
-import re, sys
+import json, re, sys
 {before}
 from dali_gallery.pipelines.display import encode_batch
 import numpy as np
 assert encode_batch([np.zeros((8, 8, 3), np.uint8)], "jpeg", 85) is not None
 maps = open("/proc/self/maps").read()
-print(sorted(set(re.findall(r"lib(\\w+)_ext\\.so", maps))))
+print(json.dumps(sorted(set(re.findall(r"lib(\\w+)_ext\\.so", maps)))))
 """
 
 
@@ -241,7 +242,7 @@ def test_the_encoder_loads_no_gpu_codec_unless_the_kernel_imported_them(before):
     env = {k: v for k, v in os.environ.items() if k != "NVIMGCODEC_EXTENSIONS_PATH"}
     out = subprocess.run([sys.executable, "-c", _FRESH.format(before=before)], env=env,
                          capture_output=True, text=True, timeout=120, check=True).stdout
-    loaded = {f"lib{name}_ext" for name in eval(out.strip().splitlines()[-1])}
+    loaded = {f"lib{name}_ext" for name in json.loads(out.strip().splitlines()[-1])}
     assert "libjpeg_turbo_ext" in loaded
     gpu = loaded & set(GPU_EXTENSIONS)
     assert (gpu == set()) if not before else ("libnvjpeg_ext" in gpu)
