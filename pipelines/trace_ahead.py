@@ -1,15 +1,16 @@
-"""Slow pipelines traced ahead, in other processes, into the pipeline cache.
+"""Slow pipelines traced ahead, in another process, into the pipeline cache.
 
 DALI traces a chain with conditionals (the auto_aug policies) through autograph: 1-5 s of
 Python each, on one core. A cold gallery has nine of them (the policies' rows: magnitudes,
 named policies, draws) and traced them one after another: 11 of the 13.4 s of a cold gallery
-on an H100 host. :class:`TraceAhead` hands them to worker processes when the
-gallery starts, so they trace side by side while the engine renders the other rows; a render
-of one of them waits for its worker, then loads the pipeline from the cache
-(:mod:`.pipeline_cache`) as it would any cached pipeline. A worker that fails is logged with
-its reason and the render traces the pipeline itself: the same pipeline, only later.
+on an H100 host. :class:`TraceAhead` hands them to a worker process when the gallery starts,
+which traces them side by side (:mod:`.trace_worker`: one process that forks a child per job)
+while the engine renders the other rows; a render of one of them waits for its answer, then
+loads the pipeline from the cache (:mod:`.pipeline_cache`) as it would any cached pipeline. A
+job that fails is logged with its reason and the render traces the pipeline itself: the same
+pipeline, only later.
 
-Workers are plain ``python -m`` processes given jobs on stdin, not ``multiprocessing``: its
+The worker is a plain ``python -m`` process given jobs on stdin, not ``multiprocessing``: its
 spawn start re-imports the parent's main script, which fails (or runs the script again) in a
 script without a ``__main__`` guard.
 """
@@ -21,49 +22,31 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .codec_extensions import child_environment
-from .device import Device
-from .generated_module import import_source
-from .pipeline_cache import PipelineCache
-from .preview_pipeline import MODULE_PREFIX, build_pipeline
+from .trace_worker import ANSWER, TraceJob
 
 if TYPE_CHECKING:
     from .engine import PreviewEngine
 
+__all__ = ["TraceAhead", "TraceJob", "default_workers", "trace_jobs", "trace_keys"]
+
 MAX_WORKERS = 12
-"""A cold gallery has nine such pipelines: on a 16-core host each gets its own worker."""
-ANSWER = b"dali-gallery-traced "
-"""How a worker's answer line starts (other output on its stdout is not an answer)."""
+"""A cold gallery has nine such pipelines: on a 16-core host each gets its own child."""
 WAIT_S = 120.0
-"""How long a render waits for its worker before tracing the pipeline itself."""
+"""How long a render waits for its answer before tracing the pipeline itself."""
 STOP_GRACE_S = 2.0
-"""How long closing waits for its workers to exit by themselves (an idle one takes ~0.1 s)."""
+"""How long closing waits for an idle worker to exit by itself (it takes ~0.1 s)."""
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TraceJob:
-    """Everything a worker needs to make the pipeline the engine would make for ``key``."""
-
-    key: str
-    code: str
-    seed: int
-    batch: int
-    device: Device
-    threads: int
-    checkpoints: bool
-    conditionals: bool
-    folder: str
 
 
 def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> list[TraceJob]:
@@ -99,21 +82,6 @@ def _conditional_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]
     return jobs
 
 
-def trace_to_cache(job: TraceJob) -> str:
-    """Worker process: import the chain's source, make its pipeline as the engine does
-    (``build_pipeline``) and store it serialized under ``job.key``."""
-    cache = PipelineCache(job.folder)
-    if not cache.enabled:
-        raise RuntimeError(f"the pipeline cache folder {job.folder} is not usable")
-    with tempfile.TemporaryDirectory(prefix="dali-gallery-trace-") as folder:
-        module = import_source(job.code, Path(folder), f"{MODULE_PREFIX}{job.key[:16]}")
-        pipe = build_pipeline(module, job.seed, job.batch, job.device, job.threads, False,
-                              job.checkpoints, job.conditionals, trace_only=True)
-        blob = pipe.serialize()
-    cache.store(job.key, blob, job.checkpoints)
-    return job.key
-
-
 MIN_CORES = 4
 """Fewer cores than this: no workers. On the 2-core machine a worker saved 2.6 s of a 9.6 s
 cold gallery, but every kernel of a served app starting its own worker there (a test server
@@ -128,26 +96,36 @@ def default_workers() -> int:
     return 0 if cores < MIN_CORES else min(MAX_WORKERS, cores - 1)
 
 
-def _environment() -> dict[str, str]:
-    """The parent's environment, with its import path (a kernel may have added to it), and no
-    GPU: a worker only traces and serializes (``build_pipeline(trace_only=True)``), and each
-    worker that saw the GPU held a CUDA context of ~520 MiB while it traced (nine of them, 4.7
-    GiB, during a cold gallery on an H100)."""
+def _environment(scratch: str) -> dict[str, str]:
+    """The parent's environment, with its import path (a kernel may have added to it), no GPU,
+    one OpenBLAS thread and ``scratch`` as the temporary folder. No GPU: the worker only traces
+    and serializes (``build_pipeline(trace_only=True)``), and each worker that saw the GPU held
+    a CUDA context of ~520 MiB while it traced (nine of them, 4.7 GiB, during a cold gallery
+    on an H100). One OpenBLAS thread: its idle server would be the only other thread of a
+    process that forks (:mod:`.trace_worker`). ``scratch``: DALI's autograph writes each
+    function it converts there and deletes it at exit; a worker killed mid-trace leaves them,
+    so :meth:`TraceAhead.close` removes the folder."""
     env = child_environment()
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).is_dir())
     env["CUDA_VISIBLE_DEVICES"] = ""
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    env["TMPDIR"] = scratch
     return env
 
 
 class _Worker:
-    """One worker process: jobs go in as JSON lines on its stdin, and it answers one JSON line
-    per job on stdout, in order; a reader thread files the answers by key."""
+    """The worker process (:mod:`.trace_worker`), in a process group of its own with the
+    children it forks: jobs go in as JSON lines on its stdin, and it answers one JSON line per
+    job on stdout; a reader thread files the answers by key."""
 
-    def __init__(self, results: dict[str, threading.Event], answers: dict[str, str | None]):
+    def __init__(self, children: int, results: dict[str, threading.Event],
+                 answers: dict[str, str | None]):
+        self.scratch = tempfile.mkdtemp(prefix="dali-gallery-trace-ahead-")
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.errors, env=_environment())
+            [sys.executable, "-m", "dali_gallery.pipelines.trace_worker", "--children",
+             str(children)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.errors, env=_environment(self.scratch), start_new_session=True)
         self.jobs: list[str] = []
         self.answered: set[str] = set()
         self._events = results
@@ -168,8 +146,9 @@ class _Worker:
         for line in self.process.stdout:  # anything else a library prints there is skipped
             if line.startswith(ANSWER):
                 answer = json.loads(line[len(ANSWER):])
-                self._answer(answer["key"], answer["error"])
-                answered.add(answer["key"])
+                if answer["key"] not in answered:
+                    self._answer(answer["key"], answer["error"])
+                    answered.add(answer["key"])
         code = self.process.wait()  # the worker ended: whatever it still had failed
         self.errors.seek(0)
         lines = self.errors.read().decode("utf-8", "replace").strip().splitlines()
@@ -190,52 +169,53 @@ class _Worker:
         return len(self.answered) >= len(self.jobs)
 
     def ask_to_stop(self) -> None:
-        """End the worker's input: it stops after the job it is on (see :meth:`close`)."""
+        """End the worker's input: it drops queued jobs, lets running ones end and exits."""
         if self.process.stdin is not None and not self.process.stdin.closed:
             # a worker that ended already (its ending is reported by the reader) has no pipe
             with contextlib.suppress(BrokenPipeError):
                 self.process.stdin.close()
 
     def close(self, grace_s: float = 0.0) -> None:
-        """Wait up to ``grace_s`` for the worker to exit on its own, then kill it. A worker
-        that exits removes autograph's converted sources (``__autograph_generated_file*.py``
-        in the temporary folder, deleted at exit); a killed one leaves them there for good."""
+        """Wait up to ``grace_s`` for the worker to exit on its own, then kill it and its
+        children, and remove its temporary folder (autograph's sources of a killed one)."""
         self.ask_to_stop()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # killed with its group below
             self.process.wait(timeout=max(grace_s, 0.0))
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        with contextlib.suppress(ProcessLookupError):  # the group ended already
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
         self._reader.join(timeout=5)  # it reads the error file once the process ended
         self.errors.close()
+        try:
+            shutil.rmtree(self.scratch)
+        except OSError as e:  # left in the temporary folder; closing goes on
+            _log.warning("could not remove the trace-ahead folder %s (%s)", self.scratch, e)
 
 
 class TraceAhead:
-    """Worker processes (at most ``workers``) tracing pipelines into a cache, and the keys
-    they were given. A worker keeps DALI's autograph conversions between its jobs, so on a
-    machine with few cores one worker traces them all faster than a process each would."""
+    """A worker process tracing pipelines into a cache (at most ``workers`` at once), and
+    the keys it was given."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = default_workers() if workers is None else workers
-        self._pool: list[_Worker] = []
+        self._worker: _Worker | None = None
         self._events: dict[str, threading.Event] = {}
         self._answers: dict[str, str | None] = {}
         self.failed = 0
 
     def start(self, jobs: list[TraceJob]) -> int:
-        """Give ``jobs`` not already given to the least loaded worker (a new one while fewer
-        than ``workers`` run); returns how many were new."""
+        """Give ``jobs`` not already given to the worker (started with the first); returns
+        how many were new."""
         if self.workers < 1:
             return 0
         new = [j for j in jobs if j.key not in self._events]
         for job in new:
             try:
-                if len(self._pool) < self.workers:
-                    self._pool.append(_Worker(self._events, self._answers))
-                worker = min(self._pool, key=lambda w: len(w.jobs))
+                if self._worker is None:
+                    self._worker = _Worker(self.workers, self._events, self._answers)
                 self._events[job.key] = threading.Event()
-                worker.send(job)
-            except OSError as e:  # no worker: the render traces it
+                self._worker.send(job)
+            except OSError as e:  # no worker, or it ended: the render traces it
                 self._events.pop(job.key, None)
                 self.failed += 1
                 _log.warning("tracing ahead could not start pipeline %s (%s); it is traced "
@@ -244,13 +224,13 @@ class TraceAhead:
         return len(new)
 
     def pending(self, key: str) -> bool:
-        """A worker has ``key`` and has not answered yet (a render of it would wait)."""
+        """The worker has ``key`` and has not answered yet (a render of it would wait)."""
         event = self._events.get(key)
         return event is not None and not event.is_set()
 
     def wait(self, key: str, timeout: float = WAIT_S) -> bool:
-        """Wait for the worker on ``key``; True when it stored the pipeline. A failed or late
-        worker is logged with its reason; False: the caller traces it itself."""
+        """Wait for the answer on ``key``; True when the worker stored the pipeline. A failed
+        or late job is logged with its reason; False: the caller traces it itself."""
         event = self._events.get(key)
         if event is None:
             return False
@@ -264,38 +244,11 @@ class TraceAhead:
         return False
 
     def close(self) -> None:
-        """Stop the workers; pipelines not yet traced are dropped (a render traces them). An
+        """Stop the worker; pipelines not yet traced are dropped (a render traces them). An
         idle worker exits by itself (its input ends; :data:`STOP_GRACE_S` at most), cleaning
-        up after DALI's autograph; one still tracing is killed at once, as closing must not
-        wait for a trace nobody needs any more."""
-        idle = [w for w in self._pool if w.idle]
-        for worker in idle:
-            worker.ask_to_stop()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for worker in self._pool:
-            worker.close(deadline - time.monotonic() if worker in idle else 0.0)
-        self._pool = []
+        up after DALI's autograph; one still tracing is killed at once with its children, as
+        closing must not wait for a trace nobody needs any more."""
+        if self._worker is not None:
+            self._worker.close(STOP_GRACE_S if self._worker.idle else 0.0)
+        self._worker = None
         self._events = {}
-
-
-def main() -> None:
-    """A worker: a :class:`TraceJob` per JSON line on stdin, an answer per line on stdout
-    (``{"key": ..., "error": null}`` when stored, else the error's type and message)."""
-    answers = sys.stdout.buffer
-    sys.stdout = sys.stderr  # prints of the traced code stay out of the answers
-    parent = os.getppid()
-    for line in sys.stdin.buffer:
-        if os.getppid() != parent:  # the engine's process is gone (a culled kernel): its
-            return  # queued jobs are not worth a core any more
-        job = TraceJob(**json.loads(line))
-        error = None
-        try:
-            trace_to_cache(job)
-        except Exception as e:  # answered, with its reason, to the engine, which traces it
-            error = f"{type(e).__name__}: {e}".splitlines()[0]
-        answers.write(ANSWER + json.dumps({"key": job.key, "error": error}).encode() + b"\n")
-        answers.flush()
-
-
-if __name__ == "__main__":
-    main()

@@ -179,7 +179,7 @@ def test_a_process_started_beside_a_cpu_build_inherits_the_default_folder() -> N
     builder = threading.Thread(target=cpu_build)
     builder.start()
     assert entered.wait(10)
-    spawner = threading.Thread(target=lambda: envs.append(_environment()))
+    spawner = threading.Thread(target=lambda: envs.append(_environment("scratch")))
     spawner.start()
     spawner.join(0.2)
     assert spawner.is_alive()

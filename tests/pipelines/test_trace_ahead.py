@@ -1,12 +1,13 @@
-"""Tracing ahead: pipelines with conditionals are traced by worker processes into the cache;
-the engine's render then loads them (none traced in-process) with output identical to a
-pipeline traced in the engine itself; chains that trace fast, chains with labels or Python
-operators and cached pipelines are not sent; a failed worker is logged and the render traces
-the pipeline itself."""
+"""Tracing ahead: pipelines with conditionals are traced by a worker process (and the
+children it forks) into the cache; the engine's render then loads them (none traced
+in-process) with output identical to a pipeline traced in the engine itself; chains that trace
+fast, chains with labels or Python operators and cached pipelines are not sent; a failed job
+is logged and the render traces the pipeline itself."""
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 
 import numpy as np
@@ -30,23 +31,28 @@ def arrays():
 engine = cpu_engine
 
 
-def test_a_policy_traced_ahead_renders_as_one_traced_here(arrays, tmp_path):
-    preset = load(preset_dict(POLICY, seed=5))
+def test_policies_traced_ahead_render_as_ones_traced_here(arrays, tmp_path):
+    """The first job is traced by the worker itself, the next by a child it forks (with the
+    worker's autograph rewrites): both load and render as pipelines traced here."""
+    presets = [load(preset_dict(POLICY, seed=5)),
+               load(preset_dict([{"op": "auto_augment", "params": {}}], seed=6))]
     here = engine(arrays, PipelineCache(tmp_path / "here"))
-    expected = here.render(preset, draws=2)
-    assert (here.builds, here.cache_hits) == (1, 0)
+    expected = [here.render(preset, draws=2) for preset in presets]
+    assert (here.builds, here.cache_hits) == (2, 0)
     ahead = engine(arrays, PipelineCache(tmp_path / "ahead"))
-    assert not ahead.tracing([(preset, 2)])
-    assert ahead.trace_ahead([(preset, 2)], workers=1) == 1
-    assert ahead.tracing([(preset, 2)])  # the worker is still importing DALI
-    assert ahead.trace_ahead([(preset, 2)]) == 0  # already under way
-    got = ahead.render(preset, draws=2)
-    assert not ahead.tracing([(preset, 2)])  # answered (and the render waited for it)
-    assert (ahead.builds, ahead.cache_hits) == (1, 1)  # loaded: not traced in this process
-    for x, y in zip(expected.images, got.images, strict=True):
-        np.testing.assert_array_equal(x, y)
-    assert [r.to_dict() for r in expected.records] == [r.to_dict() for r in got.records]
-    assert ahead.trace_ahead([(preset, 2)]) == 0  # now in the cache
+    renders = [(preset, 2) for preset in presets]
+    assert not ahead.tracing(renders)
+    assert ahead.trace_ahead(renders, workers=1) == 2
+    assert ahead.tracing(renders[:1])  # the worker is still importing DALI
+    assert ahead.trace_ahead(renders) == 0  # already under way
+    for preset, want in zip(presets, expected, strict=True):
+        got = ahead.render(preset, draws=2)
+        assert not ahead.tracing([(preset, 2)])  # answered (and the render waited for it)
+        for x, y in zip(want.images, got.images, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert [r.to_dict() for r in want.records] == [r.to_dict() for r in got.records]
+    assert (ahead.builds, ahead.cache_hits) == (2, 2)  # loaded: not traced in this process
+    assert ahead.trace_ahead(renders) == 0  # now in the cache
     here.close()
     ahead.close()
 
@@ -87,36 +93,40 @@ def test_a_failed_worker_is_logged_and_the_render_traces_it(arrays, tmp_path, ca
     ahead.close()
 
 
-def test_closing_lets_idle_workers_exit_and_clean_up_after_autograph(arrays, tmp_path,
-                                                                      monkeypatch):
+def test_closing_lets_an_idle_worker_exit_and_cleans_up_after_autograph(arrays, tmp_path,
+                                                                         monkeypatch):
     """DALI's autograph writes each function it converts to a ``__autograph_generated_file*``
     source in the temporary folder and deletes it at exit: a worker killed while idle left
     them there for good (hundreds in a day of galleries). Closing ends an idle worker's input,
-    so it exits by itself and cleans up; one still tracing is killed at once."""
+    so it exits by itself; one still tracing is killed at once with its children; either way
+    no source is left: the worker's temporary folder is its own, removed at closing."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))  # the worker's temporary folder
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the engine's temporary folder
+    monkeypatch.setattr(tempfile, "tempdir", None)
     preset = load(preset_dict(POLICY, seed=5))
     code = engine(arrays, PipelineCache(None)).code(preset)
-    job = TraceJob("c" * 40, code, preset.seed, 2, "cpu", 1, True, True, str(tmp_path / "c"))
+    jobs = [TraceJob(c * 40, code, preset.seed, 2, "cpu", 1, True, True, str(tmp_path / c))
+            for c in "ce"]
     ahead = TraceAhead(workers=1)
-    assert ahead.start([job]) == 1
-    assert ahead.wait(job.key) is True
-    worker = ahead._pool[0]
-    assert list(scratch.glob("__autograph_generated_file*")), "autograph wrote no source"
+    assert ahead.start(jobs) == 2  # the first traced by the worker, the second by a child
+    assert all(ahead.wait(job.key) for job in jobs)
+    worker = ahead._worker
+    assert list(scratch.rglob("__autograph_generated_file*")), "autograph wrote no source"
     ahead.close()
     assert worker.process.returncode == 0  # it exited by itself, not killed
-    assert not list(scratch.glob("__autograph_generated_file*"))
+    assert not list(scratch.rglob("*"))
 
     busy = TraceAhead(workers=1)
     assert busy.start([TraceJob("d" * 40, code, preset.seed, 2, "cpu", 1, True, True,
                                 str(tmp_path / "d"))]) == 1
-    worker = busy._pool[0]
+    worker = busy._worker
     assert not worker.idle
     started = time.monotonic()
     busy.close()  # still importing DALI, its job unanswered: killed, not waited for
     assert time.monotonic() - started < 1.0
     assert worker.process.returncode is not None and worker.process.returncode < 0
+    assert not list(scratch.rglob("*"))
 
 
 def test_workers_trace_gpu_pipelines_without_seeing_a_gpu(arrays, tmp_path):
@@ -131,7 +141,8 @@ def test_workers_trace_gpu_pipelines_without_seeing_a_gpu(arrays, tmp_path):
     assert ahead.wait(job.key) is True, "the worker could not trace a GPU chain"
     ahead.close()
     assert PipelineCache(tmp_path).has(job.key)
-    assert _environment()["CUDA_VISIBLE_DEVICES"] == ""
+    env = _environment(str(tmp_path))
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["OPENBLAS_NUM_THREADS"] == "1"
 
 
 def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):

@@ -1,0 +1,172 @@
+"""The trace-ahead worker process: traces pipelines with conditionals into the pipeline cache.
+
+A job's trace is mostly DALI's autograph rewriting functions (the policies' own code, the same
+in every job: ~65% of an ``auto_augment`` job's trace on 2 cores, cProfile), and autograph keeps
+what it rewrote for the rest of the process. Nine worker processes each rewrote it all again,
+after importing DALI each (0.4-0.5 s): ~1.3 s of CPU a job, nine at once beside the engine.
+So one process imports DALI, traces the first job itself (its rewrites stay in its memory),
+then forks a child per later job, up to ``--children`` at a time: a child starts with DALI
+imported and the shared code rewritten. On 2 cores: a ``rand_augment`` job 0.64 s in a fresh
+process, 0.23-0.27 s in a child; ``auto_augment`` 0.75-0.94 s fresh, 0.52-0.54 s in a child
+of a process that traced ``rand_augment``.
+
+Forking is safe here because the process has no other thread: its environment (set by
+:mod:`.trace_ahead`) hides the GPU, so DALI starts nothing, and limits OpenBLAS (numpy's) to
+one thread, whose idle server thread would otherwise be the one other thread. A child writes
+its autograph sources in its own temporary folder and removes it when it is done; it answers
+with one line (written at once: shorter than a pipe's atomic write) and leaves with
+``os._exit``, so nothing of the parent's (atexit, buffers) runs twice.
+
+Protocol: a :class:`TraceJob` per JSON line on stdin; per job one line on stdout, starting
+with :data:`ANSWER`, then ``{"key": ..., "error": null}`` when stored, else the error's type
+and message. The end of stdin: queued jobs are dropped, running children finish, the process
+exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import sys
+import tempfile
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from .device import Device
+from .generated_module import import_source
+from .pipeline_cache import PipelineCache
+from .preview_pipeline import MODULE_PREFIX, build_pipeline
+
+ANSWER = b"dali-gallery-traced "
+"""How an answer line starts (other output on the worker's stdout is not an answer)."""
+MAX_ERROR = 1000
+"""An error's text is cut to this many characters: an answer stays one atomic pipe write."""
+POLL_S = 0.01
+"""How often the worker looks for ended children while it has nothing to read."""
+_OUT = 1  # the answers' file descriptor (sys.stdout is pointed at stderr)
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """Everything a worker needs to make the pipeline the engine would make for ``key``."""
+
+    key: str
+    code: str
+    seed: int
+    batch: int
+    device: Device
+    threads: int
+    checkpoints: bool
+    conditionals: bool
+    folder: str
+
+
+def trace_to_cache(job: TraceJob) -> str:
+    """Import the chain's source, make its pipeline as the engine does (``build_pipeline``)
+    and store it serialized under ``job.key``."""
+    cache = PipelineCache(job.folder)
+    if not cache.enabled:
+        raise RuntimeError(f"the pipeline cache folder {job.folder} is not usable")
+    with tempfile.TemporaryDirectory(prefix="dali-gallery-trace-") as folder:
+        module = import_source(job.code, Path(folder), f"{MODULE_PREFIX}{job.key[:16]}")
+        pipe = build_pipeline(module, job.seed, job.batch, job.device, job.threads, False,
+                              job.checkpoints, job.conditionals, trace_only=True)
+        blob = pipe.serialize()
+    cache.store(job.key, blob, job.checkpoints)
+    return job.key
+
+
+def _answer(key: str, error: str | None) -> None:
+    if error is not None and len(error) > MAX_ERROR:
+        error = error[:MAX_ERROR - 3] + "..."
+    os.write(_OUT, ANSWER + json.dumps({"key": key, "error": error}).encode() + b"\n")
+
+
+def _trace(job: TraceJob) -> None:
+    """Trace ``job`` and answer for it; its failure is the answer (the engine traces it)."""
+    error = None
+    try:
+        trace_to_cache(job)
+    except Exception as e:  # answered, with its reason, to the engine, which traces it
+        error = f"{type(e).__name__}: {e}".splitlines()[0]
+    _answer(job.key, error)
+
+
+def _fork(job: TraceJob) -> int:
+    """A child that traces ``job`` in a temporary folder of its own, answers and exits."""
+    pid = os.fork()
+    if pid:
+        return pid
+    status, folder = 1, None
+    try:
+        folder = tempfile.tempdir = tempfile.mkdtemp(prefix="dali-gallery-child-")
+        _trace(job)
+        status = 0
+    finally:  # never back into the parent's loop
+        try:
+            if folder is not None:
+                shutil.rmtree(folder)
+        except OSError as e:
+            print(f"could not remove {folder}: {e}", file=sys.stderr)
+        finally:
+            sys.stderr.flush()
+            os._exit(status)
+
+
+def _ended(children: dict[int, str]) -> None:
+    """Reap ended children; one that ended without answering (killed, crashed) is answered
+    for, with how it ended."""
+    while children:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        key = children.pop(pid)
+        if status != 0:
+            how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+                   else f"exit status {os.waitstatus_to_exitcode(status)}")
+            _answer(key, f"the tracing process ended ({how}) before it answered")
+
+
+def serve(children_max: int) -> None:
+    """The worker's loop (see the module docstring)."""
+    sys.stdout = sys.stderr  # prints of the traced code stay out of the answers
+    parent = os.getppid()
+    queue: deque[TraceJob] = deque()
+    children: dict[int, str] = {}
+    pending = b""
+    reading, warm = True, False
+    while reading or children:
+        _ended(children)
+        if os.getppid() != parent:  # the engine's process is gone (a culled kernel): its
+            return  # queued jobs are not worth a core any more
+        if queue and not warm:  # the first job here, so later ones start with its rewrites
+            _trace(queue.popleft())
+            warm = True
+            continue
+        while queue and len(children) < children_max:
+            job = queue.popleft()
+            children[_fork(job)] = job.key
+        ready, _, _ = select.select([0] if reading else [], [], [], POLL_S)
+        if not ready:
+            continue
+        data = os.read(0, 1 << 16)
+        if not data:  # the engine closed our input: drop what is queued, let children end
+            reading = False
+            queue.clear()
+            continue
+        *lines, pending = (pending + data).split(b"\n")
+        queue.extend(TraceJob(**json.loads(line)) for line in lines if line.strip())
+
+
+def main(argv: list[str]) -> None:
+    """``python -m ...trace_worker --children N``."""
+    if len(argv) != 2 or argv[0] != "--children" or not argv[1].isdigit() or int(argv[1]) < 1:
+        raise SystemExit("usage: python -m dali_gallery.pipelines.trace_worker --children N")
+    serve(int(argv[1]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
