@@ -8,6 +8,11 @@ module times that in a child process (``python -m dali_gallery.gallery.fresh_ben
 another, plain DALI doing the same DALI work in a fresh process (:class:`DaliWork` saved and
 replayed: the graphs deserialized, built, fed, run and copied to the host, nothing traced).
 Each child reports its imports and its work from its own start, as one JSON line.
+
+:func:`new_kernel_cold` is the very first page instead: a fresh process and an empty pipeline
+cache, so every pipeline is traced; once with the policies' trace worker started before the
+imports, as the served notebook does (:func:`pipelines.trace_ahead.prestart`), once with it
+started by the gallery view, as in a notebook that makes a gallery in a new kernel.
 """
 
 from __future__ import annotations
@@ -57,6 +62,25 @@ def new_kernel(device: str, cache_folder: str | Path, work_file: str | Path) -> 
     return out
 
 
+def new_kernel_cold(device: str) -> dict[str, Any]:
+    """The gallery in a fresh process with an empty cache: the trace worker started ahead of
+    the imports, then with the view (see the module docstring)."""
+    return {"worker_ahead": _child("cold", device, "ahead"),
+            "worker_with_view": _child("cold", device, "with_view")}
+
+
+def _cold(device: str, when: str) -> dict[str, Any]:
+    import tempfile
+
+    from dali_gallery.pipelines import trace_ahead
+
+    if when == "ahead":
+        trace_ahead.prestart()
+    result = _gallery(device, tempfile.mkdtemp(prefix="dali-gallery-cold-"))
+    return {**result, "pipelines_traced_in_kernel": result.pop("pipelines_built") - result.pop(
+        "pipelines_from_cache"), "trace_worker": trace_ahead.ahead_report()}
+
+
 def _gallery(device: str, folder: str) -> dict[str, Any]:
     from dali_gallery.pipelines.pipeline_cache import PipelineCache
 
@@ -70,7 +94,7 @@ def _gallery(device: str, folder: str) -> dict[str, Any]:
     if "error" in result:
         raise RuntimeError(result["error"])
     return {"imports_s": round(imports, 2), "gallery_s": result["total_s"],
-            "first_row_s": result["first_row_s"],
+            "first_row_s": result["first_row_s"], "pipelines_built": result["pipelines_built"],
             "pipelines_from_cache": result["pipelines_from_cache"],
             "operators_rendered": result["operators_rendered"]}
 
@@ -89,7 +113,10 @@ def _plain(work_file: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    report = _gallery(argv[1], argv[2]) if argv[0] == "gallery" else _plain(argv[1])
+    if argv[0] == "cold":
+        report = _cold(argv[1], argv[2])
+    else:
+        report = _gallery(argv[1], argv[2]) if argv[0] == "gallery" else _plain(argv[1])
     print(json.dumps(report))
     return 0
 

@@ -11,7 +11,10 @@ the images are set, in a new view and engine each time:
 * ``warm_loaded``: a new engine in a process that keeps none: every pipeline loaded from the
   disk cache (deserialized and built), as the first gallery of a pre-started kernel does;
 * ``warm_loaded.new_kernel`` (not ``--quick``): the same in fresh processes, imports apart
-  (:mod:`.fresh_bench`).
+  (:mod:`.fresh_bench`);
+* ``cold_new_kernel`` (not ``--quick``): the very first page, a fresh process on an empty
+  cache, with the policies' trace worker started ahead of the imports (the served notebook)
+  and with the view (:func:`.fresh_bench.new_kernel_cold`).
 
 Each warm figure (the median of three, once with ``quick``; a first, recorded run is not
 timed) alternates with its floor, plain DALI doing the same DALI work
@@ -37,7 +40,7 @@ from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.timing import p95
 
 from .bench_inputs import bench_images
-from .fresh_bench import new_kernel
+from .fresh_bench import new_kernel, new_kernel_cold
 from .gallery_run import render_gallery
 
 GALLERY_TARGET_S = {"cpu": {"cold": 15.0, "warm": 15.0}, "gpu": {"cold": 3.0, "warm": 1.0}}
@@ -71,6 +74,8 @@ def bench_gallery(device: str, quick: bool) -> dict[str, Any]:
                                                              Path(folder) / "work.npz")
         KEPT.clear()
     out: dict[str, Any] = {"images": "4x256x256", "cold": cold}
+    if not quick:
+        out["cold_new_kernel"] = new_kernel_cold(device)
     target = GALLERY_TARGET_S[device]
     for name, (result, work, walls, plain) in runs.items():
         result["total_s"] = statistics.median(walls)  # the recorded run is not timed

@@ -1,18 +1,16 @@
 """The gallery tab: every catalog operator rendered live by DALI on the current images.
 
 One card per operator (:mod:`gallery.row`): the originals, then the operator at several magnitudes
-or choices (:mod:`gallery.sweep`), each column labelled with its value and an "add" button; the
-size control sets how large tiles are shown, and clicking a tile opens a large view of it in its
-card with the original beside it. Rows render on the widgets' render scheduler
-(:mod:`widgets.scheduler`: one job at a time, the newest wins) and stream in with a progress bar;
-their cards are made on a cards thread while DALI renders on (:mod:`.card_queue`); most rows
-render a chunk (a category) per DALI pipeline (:mod:`.fused_rows`).
-Every change of images, size or filter starts a new generation; the job of an older one stops at
-its next row, so an outdated render never reaches the page. Cards stay valid across filter changes
-(only the images and the size invalidate them), so filtering never renders again. Widget changes
-made for the worker run on the kernel's main thread (:mod:`widgets.ui_thread`). With labels
-(:meth:`GalleryView.set_labels`, :mod:`.view_labels`) every row moves them with its pixels and
-draws them; "show labels" only draws the rows again, from the renders they have.
+or choices (:mod:`gallery.sweep`), each column labelled with its value and an "add" button; size
+sets how large tiles are shown; a click on a tile opens it large in its card beside the original.
+Rows render on the render scheduler (:mod:`widgets.scheduler`: one job at a time, the newest
+wins), stream in with a progress bar, get their cards on a cards thread (:mod:`.card_queue`), and
+mostly render a category per DALI pipeline (:mod:`.fused_rows`); a worker started with the view
+traces the policies (:func:`pipelines.trace_ahead.prestart`). Each change of images, size or
+filter starts a new generation, and an older one's job stops at its next row. Cards stay valid
+across filter changes (only images and size invalidate them). Widget changes made for the worker
+run on the kernel's main thread (:mod:`widgets.ui_thread`). With labels (:meth:`set_labels`,
+:mod:`.view_labels`) every row moves them with its pixels and draws them.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from dali_gallery.pipelines.engine import PreviewEngine, StepError
 from dali_gallery.pipelines.images import PREVIEW_SIZES, EncodedImage, ImageProblem, collect
 from dali_gallery.pipelines.labels import DEFAULT_MIN_KEPT
 from dali_gallery.pipelines.preset import PresetError
+from dali_gallery.pipelines.trace_ahead import prestart
 from dali_gallery.widgets.kernel_messages import keep_widget_messages
 from dali_gallery.widgets.label_source import LabelSource
 from dali_gallery.widgets.scheduler import Outcome, Scheduler
@@ -87,6 +86,7 @@ class GalleryView:
             raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
                              f"{MAX_IMAGES}")
         keep_widget_messages()  # ~1,450 widget messages within seconds
+        prestart()  # once a process: a worker to trace the policies, warming up from now
         self.engine = engine or PreviewEngine(device, catalog=catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None

@@ -13,10 +13,17 @@ pipeline, only later.
 The worker is a plain ``python -m`` process given jobs on stdin, not ``multiprocessing``: its
 spawn start re-imports the parent's main script, which fails (or runs the script again) in a
 script without a ``__main__`` guard.
+
+:func:`prestart` starts one worker ahead of its jobs, once a process (the app and the gallery
+call it as they start): it imports DALI and has autograph rewrite the policies' code beside
+the kernel's own imports, and the first engine that traces ahead takes it, so none of that is
+on the gallery's path. On the H200 host that is 0.8-1.0 s of imports and ~0.7-0.9 s of the
+first trace, one after the other, before any child can start.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import json
@@ -33,12 +40,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .codec_extensions import child_environment
-from .trace_worker import ANSWER, TraceJob
+from .pipeline_cache import default_folder
+from .trace_worker import ANSWER, WARM, TraceJob
 
 if TYPE_CHECKING:
     from .engine import PreviewEngine
 
-__all__ = ["TraceAhead", "TraceJob", "default_workers", "trace_jobs", "trace_keys"]
+__all__ = ["TraceAhead", "TraceJob", "ahead_report", "default_workers", "prestart",
+           "release_spare", "spare_warm", "trace_jobs", "trace_keys"]
 
 MAX_WORKERS = 12
 """A cold gallery has nine such pipelines: on a 16-core host each gets its own child."""
@@ -46,14 +55,23 @@ WAIT_S = 120.0
 """How long a render waits for its answer before tracing the pipeline itself."""
 STOP_GRACE_S = 2.0
 """How long closing waits for an idle worker to exit by itself (it takes ~0.1 s)."""
+SPARE_IDLE_S = 3 * 3600
+"""A worker started ahead that no engine took within this many seconds exits (a kernel of the
+served app's pool may wait hours for its page; the worker holds ~110 MB, idle)."""
 _log = logging.getLogger(__name__)
 
 
 def trace_jobs(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> list[TraceJob]:
     """The jobs of ``PreviewEngine.trace_ahead``: renders ``(preset, draws)`` on all the
     engine's images whose pipelines need conditionals (slow to trace) and that its cache
-    lacks (none with labels or Python operators: those are never cached)."""
-    return [job for job in _conditional_jobs(engine, renders) if not engine.cache.has(job.key)]
+    lacks (none with labels or Python operators: those are never cached). When the cache has
+    every one, the worker started ahead (:func:`prestart`) is let go: this gallery has no
+    use for it."""
+    jobs = _conditional_jobs(engine, renders)
+    todo = [job for job in jobs if not engine.cache.has(job.key)]
+    if jobs and not todo:
+        release_spare()
+    return todo
 
 
 def trace_keys(engine: PreviewEngine, renders: Sequence[tuple[Any, int]]) -> list[str]:
@@ -119,13 +137,17 @@ class _Worker:
     job on stdout; a reader thread files the answers by key."""
 
     def __init__(self, children: int, results: dict[str, threading.Event],
-                 answers: dict[str, str | None]):
+                 answers: dict[str, str | None], ahead: bool = False):
+        self.children = children
         self.scratch = tempfile.mkdtemp(prefix="dali-gallery-trace-ahead-")
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        flags = ["--warm", "--idle-exit", str(SPARE_IDLE_S)] if ahead else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dali_gallery.pipelines.trace_worker", "--children",
-             str(children)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+             str(children), *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.errors, env=_environment(self.scratch), start_new_session=True)
+        self.warmed = threading.Event()
+        self.warm: dict[str, Any] = {}  # its WARM line: seconds to warm, error
         self.jobs: list[str] = []
         self.answered: set[str] = set()
         self._events = results
@@ -149,6 +171,13 @@ class _Worker:
                 if answer["key"] not in answered:
                     self._answer(answer["key"], answer["error"])
                     answered.add(answer["key"])
+            elif line.startswith(WARM):
+                self.warm = json.loads(line[len(WARM):])
+                if self.warm["error"] is not None:
+                    _log.warning("the trace-ahead worker's warm-up failed (%s); its first job "
+                                 "is traced cold", self.warm["error"])
+                self.warmed.set()
+        self.warmed.set()  # ended: nobody waits for a warm-up any more
         code = self.process.wait()  # the worker ended: whatever it still had failed
         self.errors.seek(0)
         lines = self.errors.read().decode("utf-8", "replace").strip().splitlines()
@@ -212,7 +241,8 @@ class TraceAhead:
         for job in new:
             try:
                 if self._worker is None:
-                    self._worker = _Worker(self.workers, self._events, self._answers)
+                    self._worker = _take_spare(self.workers, self._events, self._answers) \
+                        or _Worker(self.workers, self._events, self._answers)
                 self._events[job.key] = threading.Event()
                 self._worker.send(job)
             except OSError as e:  # no worker, or it ended: the render traces it
@@ -252,3 +282,70 @@ class TraceAhead:
             self._worker.close(STOP_GRACE_S if self._worker.idle else 0.0)
         self._worker = None
         self._events = {}
+
+
+_SPARE: dict[str, Any] = {"worker": None, "started": False, "first": None}
+_SPARE_LOCK = threading.Lock()
+
+
+def prestart() -> bool:
+    """Start, once a process, a worker ahead of its jobs (see the module docstring); the first
+    :class:`TraceAhead` that needs a worker takes it. None where tracing ahead is off (fewer
+    than :data:`MIN_CORES` cores, the pipeline cache disabled). True when started now."""
+    with _SPARE_LOCK:
+        if _SPARE["started"]:
+            return False
+        _SPARE["started"] = True
+        workers = default_workers()
+        if workers < 1 or default_folder() is None:
+            return False
+        try:
+            _SPARE["worker"] = _SPARE["first"] = _Worker(workers, {}, {}, ahead=True)
+        except OSError as e:  # no worker ahead: a gallery starts its own when it needs one
+            _log.warning("could not start the trace-ahead worker ahead (%s)", e)
+            return False
+    atexit.register(release_spare)
+    return True
+
+
+def ahead_report() -> dict[str, Any] | None:
+    """What the worker started ahead in this process said of its warm-up (``{"s": seconds
+    after it started, "chains": traced, "error": ...}``; empty while it warms), and whether an
+    engine took it; None when none was started. For the benches."""
+    worker = _SPARE["first"]
+    if worker is None:
+        return None
+    return {"warm_up": dict(worker.warm), "taken": worker is not _SPARE["worker"]}
+
+
+def spare_warm(timeout: float) -> dict[str, Any] | None:
+    """Wait up to ``timeout`` for the worker started ahead (not yet taken) to finish its
+    warm-up; its WARM line (``{"s": ..., "error": ...}``), or None (none, not in time)."""
+    worker = _SPARE["worker"]
+    if worker is None or not worker.warmed.wait(timeout):
+        return None
+    return worker.warm or None
+
+
+def _take_spare(children: int, events: dict[str, threading.Event],
+                answers: dict[str, str | None]) -> _Worker | None:
+    """The worker started ahead, now the caller's (its answers filed in ``events`` and
+    ``answers``), when it runs and forks ``children`` at a time."""
+    with _SPARE_LOCK:
+        worker = _SPARE["worker"]
+        if worker is None or worker.children != children:
+            return None
+        _SPARE["worker"] = None
+    if worker.process.poll() is not None:  # it left (nobody took it in time)
+        worker.close()
+        return None
+    worker._events, worker._answers = events, answers
+    return worker
+
+
+def release_spare() -> None:
+    """Stop the worker started ahead, when no engine took it (nothing to trace after all)."""
+    with _SPARE_LOCK:
+        worker, _SPARE["worker"] = _SPARE["worker"], None
+    if worker is not None:  # killed: nothing of its is needed, and its folder goes with it
+        worker.close(0.0)

@@ -17,10 +17,19 @@ its autograph sources in its own temporary folder and removes it when it is done
 with one line (written at once: shorter than a pipe's atomic write) and leaves with
 ``os._exit``, so nothing of the parent's (atexit, buffers) runs twice.
 
+A worker started ahead of its jobs (``--warm``: :func:`.trace_ahead.prestart`, when the app
+or a gallery starts) traces warm-up chains first, one per catalog operator that needs
+conditionals, at its defaults, until its first job comes, and says so (:data:`WARM`); every
+job then goes to a child. A job that comes before any chain was traced is traced in the
+worker, as in one started cold: a worker started ahead is never later than that by more than
+the one chain it was tracing.
+``--idle-exit S``: such a worker that got no job within S seconds exits (nobody needed it).
+
 Protocol: a :class:`TraceJob` per JSON line on stdin; per job one line on stdout, starting
 with :data:`ANSWER`, then ``{"key": ..., "error": null}`` when stored, else the error's type
 and message. The end of stdin: queued jobs are dropped, running children finish, the process
-exits.
+exits. This module imports DALI only when it traces: the engine's side imports it for its
+names, and a worker started ahead imports DALI beside the kernel's own imports.
 """
 
 from __future__ import annotations
@@ -31,17 +40,20 @@ import select
 import shutil
 import sys
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .device import Device
-from .generated_module import import_source
-from .pipeline_cache import PipelineCache
-from .preview_pipeline import MODULE_PREFIX, build_pipeline
+if TYPE_CHECKING:
+    from .device import Device
 
 ANSWER = b"dali-gallery-traced "
 """How an answer line starts (other output on the worker's stdout is not an answer)."""
+WARM = b"dali-gallery-warm "
+"""How the line of a worker started ahead starts when its warm-up ended: ``{"s": seconds
+since it started, "chains": how many it traced, "error": null or why the warm-up failed}``."""
 MAX_ERROR = 1000
 """An error's text is cut to this many characters: an answer stays one atomic pipe write."""
 POLL_S = 0.01
@@ -67,6 +79,10 @@ class TraceJob:
 def trace_to_cache(job: TraceJob) -> str:
     """Import the chain's source, make its pipeline as the engine does (``build_pipeline``)
     and store it serialized under ``job.key``."""
+    from .generated_module import import_source
+    from .pipeline_cache import PipelineCache
+    from .preview_pipeline import MODULE_PREFIX, build_pipeline
+
     cache = PipelineCache(job.folder)
     if not cache.enabled:
         raise RuntimeError(f"the pipeline cache folder {job.folder} is not usable")
@@ -79,9 +95,36 @@ def trace_to_cache(job: TraceJob) -> str:
     return job.key
 
 
+def warm_up_chains() -> list[str]:
+    """The warm-up's chains: one per catalog operator that needs conditionals, at its
+    defaults (the preview module's source of each)."""
+    from .catalog import CATALOG
+    from .codegen import preview_module
+    from .preset import load
+
+    return [preview_module(load({"format": "dali-gallery/preset", "version": 1, "seed": 0,
+                                 "steps": [{"op": name, "params": {}}]}))[0]
+            for name, spec in CATALOG.items() if spec.conditionals]
+
+
+def warm_up(code: str) -> None:
+    """Trace (never build or store) one warm-up chain: autograph then has its operator's code
+    rewritten for every child."""
+    from .generated_module import import_source
+    from .preview_pipeline import MODULE_PREFIX, build_pipeline
+
+    with tempfile.TemporaryDirectory(prefix="dali-gallery-warm-") as folder:
+        module = import_source(code, Path(folder), f"{MODULE_PREFIX}warm_up")
+        build_pipeline(module, 0, 1, "cpu", 1, False, False, True, trace_only=True)
+
+
+def _error(e: Exception) -> str:
+    """An error's type and first line, cut to :data:`MAX_ERROR` characters."""
+    error = f"{type(e).__name__}: {e}".splitlines()[0]
+    return error if len(error) <= MAX_ERROR else error[:MAX_ERROR - 3] + "..."
+
+
 def _answer(key: str, error: str | None) -> None:
-    if error is not None and len(error) > MAX_ERROR:
-        error = error[:MAX_ERROR - 3] + "..."
     os.write(_OUT, ANSWER + json.dumps({"key": key, "error": error}).encode() + b"\n")
 
 
@@ -91,7 +134,7 @@ def _trace(job: TraceJob) -> None:
     try:
         trace_to_cache(job)
     except Exception as e:  # answered, with its reason, to the engine, which traces it
-        error = f"{type(e).__name__}: {e}".splitlines()[0]
+        error = _error(e)
     _answer(job.key, error)
 
 
@@ -130,18 +173,41 @@ def _ended(children: dict[int, str]) -> None:
             _answer(key, f"the tracing process ended ({how}) before it answered")
 
 
-def serve(children_max: int) -> None:
+def _warm(started: float) -> bool:
+    """Trace the warm-up chains until a job comes (the jobs then go first: the first is traced
+    here, as in a worker started cold, unless a chain was traced), then the :data:`WARM` line.
+    Whether any chain was traced."""
+    traced, error = 0, None
+    try:
+        for code in warm_up_chains():
+            if select.select([0], [], [], 0)[0]:  # a job is waiting
+                break
+            warm_up(code)
+            traced += 1
+    except Exception as e:  # said on the WARM line; the jobs still get traced
+        error = _error(e)
+    line = {"s": round(time.monotonic() - started, 3), "chains": traced, "error": error}
+    os.write(_OUT, WARM + json.dumps(line).encode() + b"\n")
+    return traced > 0
+
+
+def serve(children_max: int, warm: bool = False, idle_exit_s: float | None = None) -> None:
     """The worker's loop (see the module docstring)."""
+    started = time.monotonic()
     sys.stdout = sys.stderr  # prints of the traced code stay out of the answers
     parent = os.getppid()
     queue: deque[TraceJob] = deque()
     children: dict[int, str] = {}
     pending = b""
-    reading, warm = True, False
+    reading, given = True, False
+    if warm:
+        warm = _warm(started)
     while reading or children:
         _ended(children)
         if os.getppid() != parent:  # the engine's process is gone (a culled kernel): its
             return  # queued jobs are not worth a core any more
+        if not given and idle_exit_s is not None and time.monotonic() - started > idle_exit_s:
+            return  # started ahead for a gallery that never came
         if queue and not warm:  # the first job here, so later ones start with its rewrites
             _trace(queue.popleft())
             warm = True
@@ -149,7 +215,8 @@ def serve(children_max: int) -> None:
         while queue and len(children) < children_max:
             job = queue.popleft()
             children[_fork(job)] = job.key
-        ready, _, _ = select.select([0] if reading else [], [], [], POLL_S)
+        ready, _, _ = select.select([0] if reading else [], [], [],
+                                    POLL_S if children or given else 1.0)
         if not ready:
             continue
         data = os.read(0, 1 << 16)
@@ -159,13 +226,25 @@ def serve(children_max: int) -> None:
             continue
         *lines, pending = (pending + data).split(b"\n")
         queue.extend(TraceJob(**json.loads(line)) for line in lines if line.strip())
+        given = given or bool(queue)
+
+
+USAGE = ("usage: python -m dali_gallery.pipelines.trace_worker --children N [--warm] "
+         "[--idle-exit SECONDS]")
 
 
 def main(argv: list[str]) -> None:
-    """``python -m ...trace_worker --children N``."""
-    if len(argv) != 2 or argv[0] != "--children" or not argv[1].isdigit() or int(argv[1]) < 1:
-        raise SystemExit("usage: python -m dali_gallery.pipelines.trace_worker --children N")
-    serve(int(argv[1]))
+    """``python -m ...trace_worker --children N [--warm] [--idle-exit S]``."""
+    args = list(argv)
+    warm = "--warm" in args
+    if warm:
+        args.remove("--warm")
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    children, idle = options.pop("--children", ""), options.pop("--idle-exit", None)
+    if (len(args) % 2 or options or not children.isdigit() or int(children) < 1
+            or (idle is not None and not idle.isdigit())):
+        raise SystemExit(USAGE)
+    serve(int(children), warm, None if idle is None else float(idle))
 
 
 if __name__ == "__main__":

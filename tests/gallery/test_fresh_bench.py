@@ -36,3 +36,15 @@ def test_a_child_that_fails_is_reported_not_raised(tmp_path):
     report = _child("plain", str(tmp_path / "missing.npz"))
     assert set(report) == {"error"}
     assert report["error"].startswith("plain child exited 1: FileNotFoundError")
+
+
+@pytest.mark.slow
+def test_the_very_first_page_traces_every_pipeline_in_a_fresh_process():
+    """``cold``: an empty cache in a new process; on this 2-core machine no trace worker is
+    started ahead (fewer than four cores), so the kernel traces every pipeline itself."""
+    report = _child("cold", "cpu", "ahead")
+    assert "error" not in report, report
+    assert report["operators_rendered"] >= 50 and report["pipelines_from_cache"] == 0
+    assert report["pipelines_traced_in_kernel"] > 0 and report["trace_worker"] is None
+    assert 0 < report["imports_s"] < report["process_s"]
+    assert 0 < report["gallery_s"] < report["process_s"]

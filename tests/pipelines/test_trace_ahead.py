@@ -7,6 +7,7 @@ is logged and the render traces the pipeline itself."""
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import time
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from dali_gallery.gallery.sweep import plan_row, render_row, row_renders
+from dali_gallery.pipelines import trace_ahead
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
@@ -160,3 +162,66 @@ def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):
         assert result.ok, result.error
     assert eng.builds == eng.cache_hits == started
     eng.close()
+
+
+@pytest.fixture
+def no_spare(monkeypatch):
+    """A process with no worker started ahead yet, tracing ahead on (as on 4+ cores)."""
+    monkeypatch.setattr(trace_ahead, "_SPARE", {"worker": None, "started": False, "first": None})
+    monkeypatch.setattr(trace_ahead, "default_workers", lambda: 2)
+    yield
+    trace_ahead.release_spare()
+
+
+def test_a_worker_started_ahead_warms_up_and_is_taken_by_the_first_engine(arrays, tmp_path,
+                                                                         no_spare):
+    """``prestart`` (once a process) starts a worker that traces every conditional operator's
+    chain before its jobs come; the first engine tracing ahead takes it, and its pipelines
+    render as ones traced here."""
+    assert trace_ahead.prestart() is True
+    assert trace_ahead.prestart() is False  # once a process
+    warm = trace_ahead.spare_warm(120)
+    conditional = [op for op, spec in CATALOG.items() if spec.conditionals]
+    assert warm is not None and warm["error"] is None and warm["chains"] == len(conditional)
+    assert trace_ahead.ahead_report() == {"warm_up": warm, "taken": False}
+    presets = [load(preset_dict([{"op": op, "params": {}}], seed=3)) for op in conditional]
+    renders = [(preset, 2) for preset in presets]
+    ahead = engine(arrays, PipelineCache(tmp_path / "ahead"))
+    assert ahead.trace_ahead(renders) == len(presets)
+    assert trace_ahead.ahead_report()["taken"] is True
+    here = engine(arrays, PipelineCache(tmp_path / "here"))
+    for preset in presets:
+        want, got = here.render(preset, draws=2), ahead.render(preset, draws=2)
+        for x, y in zip(want.images, got.images, strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert ahead.cache_hits == ahead.builds == len(presets)  # none traced in this process
+    here.close()
+    ahead.close()
+
+
+def test_a_worker_started_ahead_is_let_go_when_the_gallery_needs_none(arrays, tmp_path,
+                                                                      no_spare):
+    """Everything cached: the gallery's call to trace ahead stops the worker (it would hold
+    ~110 MB for hours in a kernel of the served app), and removes its folder."""
+    preset = load(preset_dict(POLICY, seed=5))
+    cache = PipelineCache(tmp_path)
+    first = engine(arrays, cache)
+    first.render(preset, draws=2)  # traced here, into the cache
+    first.close()
+    assert trace_ahead.prestart() is True
+    worker = trace_ahead._SPARE["worker"]
+    later = engine(arrays, cache)
+    assert later.trace_ahead([(preset, 2)]) == 0
+    assert worker.process.returncode is not None and trace_ahead._SPARE["worker"] is None
+    assert not os.path.exists(worker.scratch)
+    later.close()
+
+
+def test_no_worker_ahead_where_tracing_ahead_is_off(monkeypatch, no_spare):
+    monkeypatch.setattr(trace_ahead, "default_workers", lambda: 0)  # under MIN_CORES
+    assert trace_ahead.prestart() is False and trace_ahead.ahead_report() is None
+    monkeypatch.setattr(trace_ahead, "_SPARE", {"worker": None, "started": False,
+                                                "first": None})
+    monkeypatch.setattr(trace_ahead, "default_workers", lambda: 2)
+    monkeypatch.setenv("DALI_GALLERY_CACHE", "off")  # nothing would be kept
+    assert trace_ahead.prestart() is False and trace_ahead.spare_warm(0.1) is None

@@ -16,7 +16,7 @@ import pytest
 from dali_gallery.pipelines.pipeline_cache import PipelineCache
 from dali_gallery.pipelines.preset import load
 from dali_gallery.pipelines.trace_ahead import TraceAhead, _environment
-from dali_gallery.pipelines.trace_worker import ANSWER, MAX_ERROR, TraceJob
+from dali_gallery.pipelines.trace_worker import ANSWER, MAX_ERROR, WARM, TraceJob
 from tests.support import cpu_engine, preset_dict, sample_arrays
 
 POLICY = [{"op": "rand_augment", "params": {"n": 2, "m": 12}}]
@@ -77,3 +77,29 @@ def test_the_worker_refuses_a_wrong_command_line(argv):
     done = subprocess.run([sys.executable, "-m", "dali_gallery.pipelines.trace_worker", *argv],
                           capture_output=True, timeout=60, input=b"")
     assert done.returncode != 0 and b"usage:" in done.stderr
+
+
+def test_a_worker_started_ahead_lets_a_waiting_job_go_first(code, tmp_path):
+    """A job already waiting when DALI is imported: no warm-up chain is traced (the job would
+    wait for them), the job is traced in the worker as in one started cold."""
+    job = _job("w", code, tmp_path)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "dali_gallery.pipelines.trace_worker", "--children", "1",
+         "--warm"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=_environment(str(tmp_path)))
+    worker.stdin.write(json.dumps(dataclasses.asdict(job)).encode() + b"\n")
+    worker.stdin.flush()
+    warm, answer = worker.stdout.readline(), worker.stdout.readline()
+    worker.stdin.close()
+    assert worker.wait(60) == 0
+    assert warm.startswith(WARM) and json.loads(warm[len(WARM):])["chains"] == 0
+    assert answer.startswith(ANSWER)
+    assert json.loads(answer[len(ANSWER):]) == {"key": job.key, "error": None}
+
+
+def test_a_worker_started_ahead_that_gets_no_job_leaves(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "dali_gallery.pipelines.trace_worker", "--children", "1",
+         "--idle-exit", "0"], stdin=subprocess.PIPE, capture_output=True, timeout=60,
+        env=_environment(str(tmp_path)))
+    assert done.returncode == 0 and done.stdout == b""
