@@ -40,11 +40,17 @@ def test_a_child_that_fails_is_reported_not_raised(tmp_path):
 
 @pytest.mark.slow
 def test_the_very_first_page_traces_every_pipeline_in_a_fresh_process():
-    """``cold``: an empty cache in a new process; on this 2-core machine no trace worker is
-    started ahead (fewer than four cores), so the kernel traces every pipeline itself."""
+    """``cold``: an empty cache in a new process. Under four cores no trace worker is started
+    ahead and the kernel traces every pipeline; on more, the worker started before the imports
+    is taken by the gallery and traces the policies' pipelines, which the kernel loads."""
     report = _child("cold", "cpu", "ahead")
     assert "error" not in report, report
-    assert report["operators_rendered"] >= 50 and report["pipelines_from_cache"] == 0
-    assert report["pipelines_traced_in_kernel"] > 0 and report["trace_worker"] is None
+    assert report["operators_rendered"] >= 50 and report["pipelines_traced_in_kernel"] > 0
+    worker = report["trace_worker"]
+    if worker is None:
+        assert report["pipelines_from_cache"] == 0
+    else:
+        assert worker["taken"] and worker["warm_up"]["error"] is None
+        assert report["pipelines_from_cache"] > 0
     assert 0 < report["imports_s"] < report["process_s"]
     assert 0 < report["gallery_s"] < report["process_s"]
