@@ -57,7 +57,8 @@ since it started, "chains": how many it traced, "error": null or why the warm-up
 MAX_ERROR = 1000
 """An error's text is cut to this many characters: an answer stays one atomic pipe write."""
 POLL_S = 0.01
-"""How often the worker looks for ended children while it has nothing to read."""
+"""How often the worker looks for ended children while they run and it has nothing to read
+(idle, it sleeps until its input)."""
 _OUT = 1  # the answers' file descriptor (sys.stdout is pointed at stderr)
 
 
@@ -214,9 +215,16 @@ def serve(children_max: int, warm: bool = False, idle_exit_s: float | None = Non
             continue
         while queue and len(children) < children_max:
             job = queue.popleft()
-            children[_fork(job)] = job.key
-        ready, _, _ = select.select([0] if reading else [], [], [],
-                                    POLL_S if children or given else 1.0)
+            try:
+                children[_fork(job)] = job.key
+            except OSError as e:  # no process to be had (a limit): the engine traces it
+                _answer(job.key, _error(e))
+        # children: look for their ends often; idle: sleep until input (or the idle exit)
+        if not reading:
+            select.select([], [], [], POLL_S)  # its input ended: wait for the children
+            continue
+        wait = POLL_S if children else 1.0 if not given and idle_exit_s is not None else None
+        ready, _, _ = select.select([0], [], [], wait)
         if not ready:
             continue
         data = os.read(0, 1 << 16)
