@@ -1,14 +1,14 @@
 """The trace-ahead worker process: traces pipelines with conditionals into the pipeline cache.
 
 A job's trace is mostly DALI's autograph rewriting functions (the policies' own code, the same
-in every job: ~65% of an ``auto_augment`` job's trace on 2 cores, cProfile), and autograph keeps
-what it rewrote for the rest of the process. Nine worker processes each rewrote it all again,
-after importing DALI each (0.4-0.5 s): ~1.3 s of CPU a job, nine at once beside the engine.
-So one process imports DALI, traces the first job itself (its rewrites stay in its memory),
-then forks a child per later job, up to ``--children`` at a time: a child starts with DALI
-imported and the shared code rewritten. On 2 cores: a ``rand_augment`` job 0.64 s in a fresh
-process, 0.23-0.27 s in a child; ``auto_augment`` 0.75-0.94 s fresh, 0.52-0.54 s in a child
-of a process that traced ``rand_augment``.
+in every job: ~65% of one policy job's trace on 2 cores, cProfile), and autograph keeps what it
+rewrote for the rest of the process. Nine worker processes each rewrote it all again, after
+importing DALI each (0.4-0.5 s): ~1.3 s of CPU a job, nine at once beside the engine. So one
+process imports DALI, traces the first job itself (its rewrites stay in its memory), then forks
+a child per later job, up to ``--children`` at a time: a child starts with DALI imported and
+the shared code rewritten. On 2 cores, the cold gallery's policy jobs: 0.64 s for the first in
+a fresh process, 0.23-0.27 s for another of the same policy in a child; 0.75-0.94 s for a
+second policy's job fresh, 0.52-0.54 s in a child of a process that traced the first policy.
 
 Forking is safe here because the process has no other thread: its environment (set by
 :mod:`.trace_ahead`) hides the GPU, so DALI starts nothing, and limits OpenBLAS (numpy's) to
