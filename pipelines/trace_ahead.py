@@ -284,14 +284,15 @@ class TraceAhead:
         self._events = {}
 
 
-_SPARE: dict[str, Any] = {"worker": None, "started": False, "first": None}
+_SPARE: dict[str, Any] = {"worker": None, "started": False, "first": None, "taken": False}
 _SPARE_LOCK = threading.Lock()
 
 
 def prestart() -> bool:
     """Start, once a process, a worker ahead of its jobs (see the module docstring); the first
-    :class:`TraceAhead` that needs a worker takes it. None where tracing ahead is off (fewer
-    than :data:`MIN_CORES` cores, the pipeline cache disabled). True when started now."""
+    :class:`TraceAhead` that needs a worker takes it. Nothing is started where tracing ahead
+    is off (fewer than :data:`MIN_CORES` cores, the pipeline cache disabled). True when
+    started now."""
     with _SPARE_LOCK:
         if _SPARE["started"]:
             return False
@@ -315,7 +316,7 @@ def ahead_report() -> dict[str, Any] | None:
     worker = _SPARE["first"]
     if worker is None:
         return None
-    return {"warm_up": dict(worker.warm), "taken": worker is not _SPARE["worker"]}
+    return {"warm_up": dict(worker.warm), "taken": _SPARE["taken"]}
 
 
 def spare_warm(timeout: float) -> dict[str, Any] | None:
@@ -335,7 +336,7 @@ def _take_spare(children: int, events: dict[str, threading.Event],
         worker = _SPARE["worker"]
         if worker is None or worker.children != children:
             return None
-        _SPARE["worker"] = None
+        _SPARE["worker"], _SPARE["taken"] = None, True
     if worker.process.poll() is not None:  # it left (nobody took it in time)
         worker.close()
         return None
