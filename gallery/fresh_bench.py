@@ -76,7 +76,8 @@ def _cold(device: str, when: str) -> dict[str, Any]:
 
     if when == "ahead":
         trace_ahead.prestart()
-    result = _gallery(device, tempfile.mkdtemp(prefix="dali-gallery-cold-"))
+    with tempfile.TemporaryDirectory(prefix="dali-gallery-cold-") as folder:
+        result = _gallery(device, folder)
     return {**result, "pipelines_traced_in_kernel": result.pop("pipelines_built") - result.pop(
         "pipelines_from_cache"), "trace_worker": trace_ahead.ahead_report()}
 
@@ -115,8 +116,10 @@ def _plain(work_file: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if argv[0] == "cold":
         report = _cold(argv[1], argv[2])
+    elif argv[0] == "gallery":
+        report = _gallery(argv[1], argv[2])
     else:
-        report = _gallery(argv[1], argv[2]) if argv[0] == "gallery" else _plain(argv[1])
+        report = _plain(argv[1])
     print(json.dumps(report))
     return 0
 

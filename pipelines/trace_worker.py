@@ -101,10 +101,9 @@ def warm_up_chains() -> list[str]:
     defaults (the preview module's source of each)."""
     from .catalog import CATALOG
     from .codegen import preview_module
-    from .preset import load
+    from .preset import Preset, load, new_step
 
-    return [preview_module(load({"format": "dali-gallery/preset", "version": 1, "seed": 0,
-                                 "steps": [{"op": name, "params": {}}]}))[0]
+    return [preview_module(load(Preset([new_step(name)], seed=0)))[0]
             for name, spec in CATALOG.items() if spec.conditionals]
 
 
