@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pytest
 from PIL import Image
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dali_gallery.widgets.label_overlay import category_colour
 from tests.browser.test_voila_app import (  # the page fixture and helpers, not its tests
@@ -107,8 +108,9 @@ def test_annotated_samples_load_and_a_box_follows_a_rotation(app, ui):
 
     # "show labels" off: the same tile without the overlay
     show = page.locator(".dg-app-images .dg-labels-show input").first
+    drawn_bytes = ui.img_bytes(page, tile)  # read before the click: the render can be quicker
     show.click()
-    ui.wait_img_changed(page, ui.img_bytes(page, tile), tile, timeout_ms=60_000)
+    ui.wait_img_changed(page, drawn_bytes, tile, timeout_ms=60_000)
     plain = decode(ui.img_bytes(page, tile))
     plain_colour = np.abs(plain - np.array(category_colour(category))).max(axis=2) < 60
     assert plain_colour[max(inner - 2, 0):inner + 2, left + 3:right - 3] \
@@ -125,7 +127,12 @@ def test_the_gallery_draws_the_labels_and_its_large_view_too(app, ui):
     strip = row.locator("img.dg-gallery-tile").nth(2)
     # the test before switched "show labels" off and on: the status can still read "done"
     # from before the kernel took the last click, while its cards are drawn again
-    strip.wait_for(state="attached", timeout=240_000)
+    try:
+        strip.wait_for(state="attached", timeout=120_000)
+    except PlaywrightTimeout:  # say what the page shows instead
+        status = page.locator(".dg-gallery-status").inner_text()
+        card = row.first.inner_text() if row.count() else "no rotate card"
+        raise AssertionError(f"no rotate tile: status {status!r}; card {card[:400]!r}") from None
     strip.scroll_into_view_if_needed()
     box = strip.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.1)
