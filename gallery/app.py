@@ -81,6 +81,12 @@ def _env_path(name: str) -> Path | None:
     return Path(value) if value else None
 
 
+def images_title(headline: str) -> str:
+    """The Images section's title: what the gallery and the builder show ("Images: 6 from
+    bundled samples")."""
+    return f"Images: {headline}" if headline else "Images"
+
+
 def _say_ready() -> None:
     """A pooled kernel's first screen is on its widgets: say so in the server's log (the
     browser bench waits for it, so that a visitor comes to a kernel that is ready)."""
@@ -179,9 +185,15 @@ class App:
         self.tabs.titles = TAB_TITLES
         self.tabs.observe(self._tab_shown, "selected_index")
         self.tabs.add_class("dg-app-tabs")
+        # collapsed: the gallery is what a visitor came for; its title says which images
+        # it shows, and it opens by itself when something about them needs reading
+        panel = self.builder.images_panel
+        opened = 0 if notes or panel.problems.value or not panel.headline else None
         self.images = W.Accordion(children=[images_panel, self.builder.labels.widget],
-                                  titles=("Images", "Labels"), selected_index=0)
+                                  titles=(images_title(panel.headline), "Labels"),
+                                  selected_index=opened)
         self.images.add_class("dg-app-images")
+        panel.on_summary = lambda text: self.images.set_title(0, images_title(text))
         self.message = W.HTML(
             "".join(f'<div class="{ERROR}">{html.escape(n)}</div>' for n in notes))
         self.message.add_class("dg-app-message")

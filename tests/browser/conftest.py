@@ -550,6 +550,15 @@ _FETCH_BYTES_JS = """async (el) => {
 }"""
 
 
+def open_images(page: Any) -> None:
+    """Open the served app's Images section (collapsed when the page loads), unless open."""
+    section = page.locator(".dg-app-images .jupyter-widget-Collapse").first
+    section.wait_for(state="attached", timeout=240_000)
+    if "jupyter-widget-Collapse-open" not in (section.get_attribute("class") or ""):
+        section.locator(".jupyter-widget-Collapse-header").first.click()
+    page.locator(".dg-app-images .dg-upload").first.wait_for(state="visible")
+
+
 def img_bytes(page: Any, target: Any = "img.widget-image") -> bytes | None:
     """The bytes behind an ``<img>`` (blob:, data: or http URL), fetched inside the page.
 

@@ -22,6 +22,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from dali_gallery.gallery.serve import GALLERY_NOTEBOOK
+from tests.browser.conftest import open_images
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -271,6 +272,7 @@ def test_loading_other_images_clears_the_inspector(app):
     page.locator(".dg-builder .dg-tile-inspect").nth(3).click()
     inspector = page.locator(".dg-builder .dg-inspector")
     page.locator(".dg-builder .dg-inspector", has_text=WIDE).wait_for(state="visible")
+    open_images(page)
     panel = page.locator(".dg-app-images")
     cat = (REPO / "gallery" / "samples" / "cat.jpg").read_bytes()
     with page.expect_file_chooser() as chooser:

@@ -23,6 +23,7 @@ from PIL import Image
 
 from dali_gallery.gallery.gallery_bench import measure_slider_latency
 from dali_gallery.pipelines.catalog import CATALOG
+from tests.browser.conftest import open_images
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -275,6 +276,7 @@ def test_export_tab_download_runs_and_reproduces_the_preview(app, ui, tmp_path):
 
 def test_a_bad_upload_shows_a_message_and_the_app_keeps_working(app, ui):
     page = app.page
+    open_images(page)
     panel = page.locator(".dg-app-images")
     names_before = panel.locator(".widget-html").all_inner_texts()
 

@@ -27,7 +27,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from dali_gallery.gallery.gallery_bench import _WATCH_JS
 from dali_gallery.gallery.serve import DEFAULT_POOL_SIZE
 from dali_gallery.widgets.page_watchdog import NOTE_CLASS
-from tests.browser.conftest import img_bytes, kernel_pids
+from tests.browser.conftest import img_bytes, kernel_pids, open_images
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -147,7 +147,8 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
             page.goto(server.page_url(), wait_until="domcontentloaded")
         for k, page in enumerate(pages):
             try:
-                page.locator(".dg-app-images .dg-upload").first.wait_for(timeout=240_000)
+                page.locator(".dg-app-images .dg-upload").first.wait_for(state="attached",
+                                                                          timeout=240_000)
             except PlaywrightTimeout:  # what each page shows, says and what the kernels said
                 raise AssertionError(
                     f"session {k}: no app after {time.monotonic() - t0:.0f} s\n"
@@ -163,6 +164,7 @@ def test_six_sessions_scrub_at_once_without_crosstalk(voila_server, browser, tmp
 
         # each session: its own image and its own chain
         for k, page in enumerate(pages):
+            open_images(page)
             with page.expect_file_chooser() as chooser:
                 page.locator(".dg-app-images .dg-upload").first.click()
             chooser.value.set_files([{"name": f"session-{k}.jpg", "mimeType": "image/jpeg",

@@ -75,7 +75,7 @@ def open_late(voila_server, page, folder: Path,
 def test_a_page_left_without_its_widgets_reloads_and_its_first_kernel_goes(
         voila_server, page, tmp_path):
     server, loads, t0 = open_late(voila_server, page, tmp_path, late=1)
-    page.locator(UPLOAD).first.wait_for(timeout=180_000)
+    page.locator(UPLOAD).first.wait_for(state="attached", timeout=180_000)
     shown_s = time.monotonic() - t0
     log = server.log_tail(200_000)
     first, second = started_kernels(log)[:2]

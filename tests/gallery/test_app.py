@@ -106,6 +106,9 @@ def test_tabs_and_a_shared_image_source(make_app):
     # the other tabs get their widgets when first shown (the page makes no view of them before)
     assert app.tabs.children[1].children == app.tabs.children[2].children == ()
     assert app.images.children[0] is app.builder.images_panel.widget
+    # the Images section starts collapsed, its title saying what the views show
+    assert app.images.selected_index is None
+    assert app.images.titles == ("Images: 6 from bundled samples", "Labels")
     assert app.tabs.selected_index == 0
     app.tabs.selected_index = 2
     assert app.tabs.children[2].children == (app.builder.export_panel,)
@@ -243,6 +246,7 @@ def test_a_missing_images_folder_falls_back_to_the_samples(tmp_path, monkeypatch
     app = make_app()
     assert "is not a folder; showing the bundled samples" in app.message.value
     assert "cat.jpg" in app.builder.renderer.names
+    assert app.images.selected_index == 0  # open: what it shows is not what was asked for
 
 
 def test_clicking_a_gallery_value_adds_the_step_and_opens_the_builder(make_app):
@@ -270,6 +274,7 @@ def test_uploads_go_to_both_views_and_bad_ones_keep_the_previous_images(make_app
     problems = panel.load_uploads([{"name": "notes.jpg", "size": 5, "content": b"hello"}])
     assert [p.name for p in problems] == ["notes.jpg"]
     assert "no usable image" in panel.summary.value and "dg-error" in panel.summary.value
+    assert app.images.titles[0] == "Images: 6 from bundled samples"  # still what is shown
     assert app.gallery._version == version, "a bad upload must not touch the gallery"
     assert gallery_names(app) == before
 
@@ -281,6 +286,7 @@ def test_uploads_go_to_both_views_and_bad_ones_keep_the_previous_images(make_app
     assert [p.name for p in problems] == ["broken.png"]
     assert app.builder.renderer.names == ["mine.jpg"]
     assert gallery_names(app) == ["mine.jpg"]
+    assert app.images.titles[0] == "Images: 1 from 2 uploaded file(s)"  # one was broken
     assert all(app.gallery.results[op].ok for op in app.gallery.visible)
 
     assert app.set_images(SAMPLES / "gravel.jpg") == []
