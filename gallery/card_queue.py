@@ -35,7 +35,8 @@ from dali_gallery.widgets.ui_thread import ErrorSink, on_ui_thread
 
 FIRST_SCREEN_PX = 1200
 """CSS pixels of cards a held gallery makes before its page is ready: more than a window
-shows below the app's header and controls (which take ~650 px of a 1000 px window). Six rows
+shows below the app's header and controls (the first card starts ~390 px down a 1000 px
+window with the Images section collapsed, ~730 px with it open). Six rows
 (~5,000 px with six images) made the pooled page's state 2.75 MB; with ~1,200 px and the
 pause below, first visits on the 2-core machine showed their first picture 0.2-0.5 s sooner."""
 PAGE_PAINT_S = 0.5
