@@ -81,10 +81,10 @@ def _env_path(name: str) -> Path | None:
     return Path(value) if value else None
 
 
-def images_title(headline: str) -> str:
-    """The Images section's title: what the gallery and the builder show ("Images: 6 from
-    bundled samples")."""
-    return f"Images: {headline}" if headline else "Images"
+def section_title(name: str, headline: str) -> str:
+    """A section's title with what it holds, readable while it is collapsed ("Images: 6 from
+    bundled samples", "Labels: instances.json, 4 of 6 images")."""
+    return f"{name}: {headline}" if headline else name
 
 
 def _say_ready() -> None:
@@ -187,13 +187,15 @@ class App:
         self.tabs.add_class("dg-app-tabs")
         # collapsed: the gallery is what a visitor came for; its title says which images
         # it shows, and it opens by itself when something about them needs reading
-        panel = self.builder.images_panel
+        panel, labels = self.builder.images_panel, self.builder.labels
         opened = 0 if notes or panel.problems.value or not panel.headline else None
         self.images = W.Accordion(children=[images_panel, self.builder.labels.widget],
-                                  titles=(images_title(panel.headline), "Labels"),
+                                  titles=(section_title("Images", panel.headline),
+                                          section_title("Labels", labels.headline)),
                                   selected_index=opened)
         self.images.add_class("dg-app-images")
-        panel.on_summary = lambda text: self.images.set_title(0, images_title(text))
+        panel.on_summary = lambda text: self.images.set_title(0, section_title("Images", text))
+        labels.on_summary = lambda text: self.images.set_title(1, section_title("Labels", text))
         self.message = W.HTML(
             "".join(f'<div class="{ERROR}">{html.escape(n)}</div>' for n in notes))
         self.message.add_class("dg-app-message")

@@ -186,6 +186,9 @@ def test_the_detection_pick_shows_the_annotated_samples_in_both_tabs(served):
     labels.task.widget.value = DETECTION  # the samples lie outside the allowed root
     assert app.wait_idle(120), app.gallery.status.value
     assert labels.task.value == DETECTION and labels.problems == []
+    # the collapsed section's title says which labels the views draw
+    n = len(annotated_samples())
+    assert app.images.titles[1] == f"Labels: {labels.source.origin}, {n} of {n} images"
     assert app.builder.renderer.names == sorted(annotated_samples())
     assert app.gallery.engine.names == sorted(annotated_samples())[:2]
     assert app.gallery.labels.source is app.builder.renderer.labels  # one set, both tabs
@@ -198,4 +201,5 @@ def test_the_detection_pick_shows_the_annotated_samples_in_both_tabs(served):
     labels.task.widget.value = CLASSIFICATION
     assert app.wait_idle(120)
     assert app.builder.renderer.labels is None and app.gallery.engine.labels is None
+    assert app.images.titles[1] == "Labels"
     assert app.gallery.results["auto_aug.rotate"].ok
