@@ -188,14 +188,16 @@ class App:
         # collapsed: the gallery is what a visitor came for; its title says which images
         # it shows, and it opens by itself when something about them needs reading
         panel, labels = self.builder.images_panel, self.builder.labels
-        opened = 0 if notes or panel.problems.value or not panel.headline else None
+        opened = 0 if notes or panel.problems.value or not panel.headline.text else None
         self.images = W.Accordion(children=[images_panel, self.builder.labels.widget],
-                                  titles=(section_title("Images", panel.headline),
-                                          section_title("Labels", labels.headline)),
+                                  titles=(section_title("Images", panel.headline.text),
+                                          section_title("Labels", labels.headline.text)),
                                   selected_index=opened)
         self.images.add_class("dg-app-images")
-        panel.on_summary = lambda text: self.images.set_title(0, section_title("Images", text))
-        labels.on_summary = lambda text: self.images.set_title(1, section_title("Labels", text))
+        panel.headline.observe(
+            lambda c: self.images.set_title(0, section_title("Images", c["new"])), "text")
+        labels.headline.observe(
+            lambda c: self.images.set_title(1, section_title("Labels", c["new"])), "text")
         self.message = W.HTML(
             "".join(f'<div class="{ERROR}">{html.escape(n)}</div>' for n in notes))
         self.message.add_class("dg-app-message")

@@ -284,7 +284,9 @@ class TraceAhead:
         self._events = {}
 
 
-_SPARE: dict[str, Any] = {"worker": None, "started": False, "first": None, "taken": False}
+_SPARE_START: dict[str, Any] = {"worker": None, "started": False, "first": None, "taken": False}
+"""A process's worker ahead before :func:`prestart`: none yet, none started, none taken."""
+_SPARE: dict[str, Any] = dict(_SPARE_START)
 _SPARE_LOCK = threading.Lock()
 
 

@@ -86,12 +86,9 @@ class ImagesPanel:
                  allowed_root: Path | None, samples: Path | None = SAMPLES_DIR,
                  max_selected: int = DEFAULT_PICK) -> None:
         self.on_load = on_load
-        self.on_summary: Callable[[str], None] | None = None
-        """Called with :attr:`headline` whenever the summary changes (the app's collapsed
-        Images section shows it in its title)."""
-        self.headline = ""
-        """What is shown, in a few plain words ("6 from bundled samples"); empty until a load
-        succeeded (an error leaves it: the previous images stay)."""
+        self.headline = style.Headline()
+        """What is shown ("6 from bundled samples"); empty until a load succeeded (an error
+        leaves it: the previous images stay)."""
         self.allowed_root = allowed_root
         self.samples_dir = samples
         self.max_selected = max_selected
@@ -186,7 +183,7 @@ class ImagesPanel:
         if error:
             self.summary.value = f'<span class="{style.ERROR}">{escape(error)}</span>'
         elif source is not None:
-            self._headline(f"{len(names)} from {source.label}")
+            self.headline.text = f"{len(names)} from {source.label}"
             shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
             folder = f" (of {source.listing.describe()})" if source.listing else ""
             self.summary.value = (f"<b>{len(names)}</b> image(s) from {escape(source.label)}"
@@ -202,11 +199,6 @@ class ImagesPanel:
         self.problems.value = html
 
     # ---- internals ----------------------------------------------------------------------------
-
-    def _headline(self, text: str) -> None:
-        self.headline = text
-        if self.on_summary is not None:
-            self.on_summary(text)
 
     def _load_listed(self, kind: str, path: Path, label: str, root: Path | None,
                      files: Sequence[str] = ()) -> list[ImageProblem]:

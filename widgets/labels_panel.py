@@ -71,11 +71,8 @@ class LabelsPanel:
         self._source = source
         self.allowed_root = allowed_root
         self._quiet = False
-        self.on_summary: Callable[[str], None] | None = None
-        """Called with :attr:`headline` whenever it changes (the app's Labels title)."""
-        self.headline = ""
-        """The labels loaded, in a few plain words ("instances.json, 4 of 6 images"; empty:
-        none)."""
+        self.headline = style.Headline()
+        """The labels loaded ("instances.json, 4 of 6 images"; empty: none)."""
         self._listeners: list[Callable[[], None]] = []
         self.task = TaskPick(self, samples)
         self.upload_button = style.classed(w.FileUpload(
@@ -243,10 +240,10 @@ class LabelsPanel:
             self.summary.value = (f'<div class="{style.ERROR}">{escape(note)}</div>' if note
                                   else "<span style='opacity:.7'>no labels loaded</span>")
             self.legend.value = self.problems_html.value = ""
-            self._headline("")
+            self.headline.text = ""
             return
         matched = labels.matched(names)
-        self._headline(f"{labels.origin}, {len(matched)} of {len(names)} images")
+        self.headline.text = f"{labels.origin}, {len(matched)} of {len(names)} images"
         masks = "" if labels.masks_on else "; no masks"
         self.summary.value = (f"<b>{escape(labels.origin)}</b>: labels for {len(matched)} of "
                               f"{len(names)} image(s){masks}")
@@ -261,12 +258,6 @@ class LabelsPanel:
         self.refresh()
         self._changed()
         return list(labels.problems)
-
-    def _headline(self, text: str) -> None:
-        if text != self.headline:
-            self.headline = text
-            if self.on_summary is not None:
-                self.on_summary(text)
 
     def _changed(self) -> None:
         self.on_change()

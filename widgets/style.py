@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 import ipywidgets as w
+import traitlets
 
 BUILDER = "dg-builder"
 STYLE = "dg-style"
@@ -137,6 +138,13 @@ def _shared(kind: type[w.Widget], settings: dict[str, str]) -> w.Widget:
     if key not in _SHARED or _SHARED[key].comm is None:
         _SHARED[key] = kind(**settings)
     return _SHARED[key]
+
+
+class Headline(traitlets.HasTraits):
+    """What a panel holds, in a few plain words, for a title that shows it while the panel is
+    collapsed (the app's Images and Labels sections observe ``text``; set only on change)."""
+
+    text = traitlets.Unicode("")
 
 
 def shared_layout(**css: str) -> w.Layout:

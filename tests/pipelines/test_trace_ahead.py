@@ -167,8 +167,7 @@ def test_gallery_rows_traced_ahead_are_all_loaded(arrays, tmp_path):
 @pytest.fixture
 def no_spare(monkeypatch):
     """A process with no worker started ahead yet, tracing ahead on (as on 4+ cores)."""
-    monkeypatch.setattr(trace_ahead, "_SPARE", {"worker": None, "started": False, "first": None,
-                                                "taken": False})
+    monkeypatch.setattr(trace_ahead, "_SPARE", dict(trace_ahead._SPARE_START))
     monkeypatch.setattr(trace_ahead, "default_workers", lambda: 2)
     yield
     trace_ahead.release_spare()
@@ -222,8 +221,7 @@ def test_a_worker_started_ahead_is_let_go_when_the_gallery_needs_none(arrays, tm
 def test_no_worker_ahead_where_tracing_ahead_is_off(monkeypatch, no_spare):
     monkeypatch.setattr(trace_ahead, "default_workers", lambda: 0)  # under MIN_CORES
     assert trace_ahead.prestart() is False and trace_ahead.ahead_report() is None
-    monkeypatch.setattr(trace_ahead, "_SPARE", {"worker": None, "started": False,
-                                                "first": None, "taken": False})
+    monkeypatch.setattr(trace_ahead, "_SPARE", dict(trace_ahead._SPARE_START))
     monkeypatch.setattr(trace_ahead, "default_workers", lambda: 2)
     monkeypatch.setenv("DALI_GALLERY_CACHE", "off")  # nothing would be kept
     assert trace_ahead.prestart() is False and trace_ahead.spare_warm(0.1) is None
