@@ -10,9 +10,10 @@ replayed: the graphs deserialized, built, fed, run and copied to the host, nothi
 Each child reports its imports and its work from its own start, as one JSON line.
 
 :func:`new_kernel_cold` is the very first page instead: a fresh process and an empty pipeline
-cache, so every pipeline is traced; once with the policies' trace worker started before the
-imports, as the served notebook does (:func:`pipelines.trace_ahead.prestart`), once with it
-started by the gallery view, as in a notebook that makes a gallery in a new kernel.
+cache, so every pipeline is traced; once with the policies' trace worker (and CuPy's warm-up)
+started before the imports, as the served notebook does (:func:`pipelines.trace_ahead.prestart`),
+once with them started by the gallery view, as in a notebook that makes a gallery in a new
+kernel.
 """
 
 from __future__ import annotations

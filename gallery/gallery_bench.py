@@ -4,7 +4,10 @@
 magnitudes x 4 images of 256x256, DALI rows plus the JPEG strips and widgets), from the moment
 the images are set, in a new view and engine each time:
 
-* ``cold``: nothing cached (every pipeline traced: the very first page load);
+* ``cold``: nothing cached (every pipeline traced: the very first page load), in a process that
+  started the policies' trace worker and CuPy's warm-up before its imports, as the served
+  notebook's kernel does (:func:`pipelines.trace_ahead.prestart`; ``dali-gallery bench`` calls
+  it first);
 * ``warm``: the gallery again in the same process (new images, a cell run again, another view
   of the kernel): the pipelines the last gallery's engine let go are kept built
   (:mod:`pipelines.kept_pipelines`) and taken as they are;

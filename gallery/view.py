@@ -86,7 +86,7 @@ class GalleryView:
             raise ValueError(f"max_images {max_images!r} is not allowed; expected 1 to "
                              f"{MAX_IMAGES}")
         keep_widget_messages()  # ~1,450 widget messages within seconds
-        prestart()  # once a process: a worker to trace the policies, warming up from now
+        prestart(device)  # once a process: the policies' trace worker and CuPy, warming up
         self.engine = engine or PreviewEngine(device, catalog=catalog)
         self.catalog = catalog
         self.allowed_root = Path(allowed_root).resolve() if allowed_root else None

@@ -81,8 +81,10 @@ def _checked(function, op):
     return run
 
 
+@functools.cache
 def wrapper_source() -> str:
-    """The source of :func:`_checked`, which every generated module with a custom step holds."""
+    """The source of :func:`_checked`, which every generated module with a custom step holds
+    (read once: ``inspect`` tokenizes the file at each reading, and every module asks)."""
     return inspect.getsource(_checked).rstrip()
 
 

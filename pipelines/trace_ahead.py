@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import cupy_warm
 from .codec_extensions import child_environment
 from .pipeline_cache import default_folder
 from .trace_worker import ANSWER, WARM, TraceJob
@@ -290,11 +291,12 @@ _SPARE: dict[str, Any] = dict(_SPARE_START)
 _SPARE_LOCK = threading.Lock()
 
 
-def prestart() -> bool:
+def prestart(device: str = "auto") -> bool:
     """Start, once a process, a worker ahead of its jobs (see the module docstring); the first
     :class:`TraceAhead` that needs a worker takes it. Nothing is started where tracing ahead
     is off (fewer than :data:`MIN_CORES` cores, the pipeline cache disabled). True when
-    started now."""
+    started now. Unless ``device`` is "cpu", CuPy is warmed too (:mod:`.cupy_warm`)."""
+    cupy_warm.start(device)
     with _SPARE_LOCK:
         if _SPARE["started"]:
             return False

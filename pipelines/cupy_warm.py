@@ -1,0 +1,74 @@
+"""CuPy imported, and its kernel compiler loaded, ahead of the first GPU gallery.
+
+Custom operators run on the GPU on CuPy arrays (:mod:`.custom`), and the first call of one in a
+process pays for CuPy itself: its import (~0.6 s on an H200 host), the modules it imports on its
+first kernel, and loading NVRTC to find compiled kernels in its disk cache (~0.3 s more), all
+Python holding the GIL. Beside the cold gallery's render that cost ~0.5 s of its ~2.9 s.
+:func:`start` (called by :func:`.trace_ahead.prestart`, as a kernel starts) does that part in a
+thread from the start, beside the kernel's own imports, so that the gallery's warm-up of each
+operator's kernels (:func:`.custom_probe.warm_custom`) only loads those kernels.
+
+This module imports nothing heavy: ``prestart`` runs before the kernel imports DALI.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+_log = logging.getLogger(__name__)
+_STATE: dict[str, object] = {"thread": None, "report": None}
+_LOCK = threading.Lock()
+
+
+def start(device: str = "auto") -> bool:
+    """Start the warm-up thread, once a process; not for ``device="cpu"`` (previews on the CPU
+    hand custom operators NumPy arrays). True when started now."""
+    if device == "cpu":
+        return False
+    with _LOCK:
+        if _STATE["thread"] is not None:
+            return False
+        thread = threading.Thread(target=_warm, daemon=True, name="dali-gallery-cupy-ahead")
+        _STATE["thread"] = thread
+    thread.start()
+    return True
+
+
+def report(timeout: float = 0.0) -> dict[str, object] | None:
+    """What the warm-up did (``{"s": seconds, "gpus": n}`` or ``{"skipped": why}``), after
+    waiting up to ``timeout`` for it; None when it was not started or is still running."""
+    thread = _STATE["thread"]
+    if not isinstance(thread, threading.Thread):
+        return None
+    thread.join(timeout)
+    found = _STATE["report"]
+    return dict(found) if isinstance(found, dict) else None
+
+
+def _warm() -> None:
+    t0 = time.perf_counter()
+    try:
+        import cupy
+    except ImportError as e:  # no CuPy: GPU custom operators say so when added or rendered
+        _STATE["report"] = {"skipped": f"CuPy cannot be imported ({e})"}
+        return
+    try:
+        gpus = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as e:  # no GPU here: nothing to warm
+        _STATE["report"] = {"skipped": f"no CUDA device ({e})"}
+        return
+    if gpus < 1:
+        _STATE["report"] = {"skipped": "no CUDA device"}
+        return
+    try:  # one elementwise kernel: the compiler's modules, NVRTC and the kernel cache loaded
+        (cupy.arange(4, dtype=cupy.float32) * 0.5).astype(cupy.uint8)
+        cupy.cuda.get_current_stream().synchronize()
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError,
+            cupy.cuda.compiler.CompileException, OSError) as e:
+        # the operators' own warm-up and renders meet the same failure and report it
+        _log.warning("warming CuPy ahead failed (%s: %s)", type(e).__name__, e)
+        _STATE["report"] = {"skipped": f"{type(e).__name__}: {e}"}
+        return
+    _STATE["report"] = {"s": round(time.perf_counter() - t0, 3), "gpus": gpus}
