@@ -123,10 +123,13 @@ def test_a_gpu_engine_warms_its_custom_rows():
 
 
 def test_cupy_is_warmed_ahead_on_a_gpu_host(monkeypatch):
-    """``prestart``'s CuPy warm-up imports CuPy and runs a kernel on this GPU."""
+    """``prestart``'s CuPy warm-up imports CuPy and cupyx (no CUDA call: DALI makes the
+    context)."""
+    import sys
+
     from dali_gallery.pipelines import cupy_warm
 
     monkeypatch.setattr(cupy_warm, "_STATE", {"thread": None, "report": None})
     assert cupy_warm.start("gpu") is True
     found = cupy_warm.report(120)
-    assert found is not None and found["gpus"] >= 1 and found["s"] > 0, found
+    assert found is not None and found["s"] >= 0 and "cupyx" in sys.modules, found

@@ -32,8 +32,8 @@ def test_once_a_process_and_says_what_it_did(fresh):
     if importlib.util.find_spec("cupy") is None:  # CI: no CuPy, nothing warmed, and why
         assert set(found) == {"skipped"}
         assert "CuPy cannot be imported" in found["skipped"]
-    else:  # CuPy here: a GPU warmed, or the reason none could be
-        assert ("gpus" in found and found["gpus"] >= 1 and found["s"] > 0) or "skipped" in found
+    else:  # CuPy here: imported (no CUDA call: a machine without a GPU imports it too)
+        assert set(found) == {"s"} and found["s"] >= 0
 
 
 def test_a_missing_cupy_is_reported_not_raised(fresh, monkeypatch):
@@ -67,9 +67,8 @@ def test_prestart_starts_it_with_its_device(monkeypatch):
 def test_report_waits_for_the_thread(fresh, monkeypatch):
     gate = threading.Event()
     monkeypatch.setattr(cupy_warm, "_warm", lambda: (gate.wait(30),
-                                                     cupy_warm._STATE.update(report={"s": 0.1,
-                                                                                     "gpus": 1})))
+                                                     cupy_warm._STATE.update(report={"s": 0.1})))
     assert cupy_warm.start() is True
     assert cupy_warm.report(0.05) is None  # still running
     gate.set()
-    assert cupy_warm.report(10) == {"s": 0.1, "gpus": 1}
+    assert cupy_warm.report(10) == {"s": 0.1}
