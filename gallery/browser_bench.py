@@ -4,8 +4,9 @@ A Voilà server with the real ``serve.voila_command`` settings (the pool of kern
 included) and headless Chromium driven by Playwright. Measured with the page's own clock
 (``performance.now()``, from the start of navigation): page open to the first widget and to the
 first gallery image, for a first visit (new browser context: nothing cached) and for a reload,
-and to the whole gallery; in the builder, a structural edit (add a step) to the new preview, and
-a parameter change (slider key press) to the new preview. Each figure is reported beside the
+and to the whole gallery; in the builder, structural edits and mode changes without and with a
+policy in the chain (:mod:`.browser_edits`), and a parameter change (slider key press), each to
+the new preview. Each figure is reported beside the
 engine's own render time (the status lines of the gallery and the builder) and the machine's
 load average, since the page, the server and the kernels share the machine's cores.
 
@@ -20,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from dali_gallery.pipelines.catalog import CATALOG
-from dali_gallery.pipelines.timing import p95
+from dali_gallery.pipelines.pipeline_cache import CACHE_ENV
 from dali_gallery.widgets.style import param_class
 
 from .bench_inputs import standard_preset
+from .browser_edits import TILE, builder_edits, engine_ms, settle, summary
 from .gallery_bench import measure_slider_latency
 from .page_request import READY_LOG
 from .serve import DEFAULT_IMAGES_DIR, GALLERY_NOTEBOOK, voila_command
@@ -47,7 +48,6 @@ SHUTDOWN_LOG = "Kernel shutdown:"
 CHROMIUM_ENV = "DALI_GALLERY_CHROMIUM"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TILE = ".dg-builder img.dg-preview-tile"
 MAGNITUDE = ".dg-step-card .{} .widget-slider:visible"
 """A step's slider of one parameter (a range symmetric about the neutral value: its
 half-width slider; an asymmetric one: its lower handle)."""
@@ -66,24 +66,6 @@ _MARKS_JS = """(() => {
     if (s && / operators in /.test(s.textContent)) mark("gallery");
   }).observe(document, {subtree: true, childList: true, characterData: true});
 })();"""
-_EDIT_WATCH_JS = """(sel) => {
-  const first = () => document.querySelector(sel);
-  const was = first() ? first().src : null;
-  window.__dgEdit = {key: null, shown: null};
-  document.addEventListener("keydown", () => {
-    if (window.__dgEdit.key === null) window.__dgEdit.key = performance.now();
-  }, {capture: true, once: true});
-  const check = () => {
-    const img = first();
-    if (window.__dgEdit.shown === null && img && img.src !== was) {
-      window.__dgEdit.shown = performance.now();
-    }
-  };
-  if (window.__dgEditObs) window.__dgEditObs.disconnect();
-  window.__dgEditObs = new MutationObserver(check);
-  window.__dgEditObs.observe(document.querySelector(".dg-builder"),
-    {subtree: true, childList: true, attributes: true, attributeFilter: ["src"]});
-}"""
 
 
 def _chromium() -> str | None:
@@ -94,11 +76,14 @@ def _chromium() -> str | None:
 @contextlib.contextmanager
 def _server(workdir: Path, pool_size: int) -> Iterator[tuple[str, Path]]:
     """A Voilà server on the gallery notebook with the served settings, private Jupyter
-    folders, its log in ``workdir``; stopped (kernels included) on the way out."""
+    folders, its log in ``workdir``; stopped (kernels included) on the way out. Its pipeline
+    cache starts empty: the builder's edits make chains it has not seen, whose pipelines are
+    traced as a user's first edits are, not loaded from what an earlier run left."""
     port = _free_port()
     cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=port,
                         pool_size=pool_size)
     env = dict(os.environ)
+    env[CACHE_ENV] = str(workdir / "pipeline-cache")
     for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         env[name] = str(workdir / name.lower())
     env.pop("JUPYTER_TOKEN", None)
@@ -187,30 +172,6 @@ def _device(page: Any) -> str:
     return m.group(1) if m else "unknown"
 
 
-def _engine_ms(page: Any) -> float | None:
-    text = page.locator(".dg-builder .dg-status").first.inner_text()
-    m = re.search(r"in (\d+(?:\.\d+)?) ms", text)
-    return float(m.group(1)) if m else None
-
-
-def _add_step(page: Any, name: str) -> dict[str, Any]:
-    """Type an operator in the picker and press Enter: keypress to the new preview image."""
-    _settle(page)
-    page.evaluate(_EDIT_WATCH_JS, TILE)
-    search = page.locator(".dg-builder .dg-picker-search input").first
-    search.fill(name)
-    search.press("Enter")
-    page.wait_for_function("() => window.__dgEdit.shown !== null", timeout=120_000)
-    ms = page.evaluate("() => window.__dgEdit.shown - window.__dgEdit.key")
-    page.wait_for_timeout(300)  # the status line follows the image
-    return {"op": name, "ms": round(ms, 1), "engine_ms": _engine_ms(page)}
-
-
-def _summary(values: list[float]) -> dict[str, float]:
-    return {"median": round(statistics.median(values), 2), "p95": round(p95(values), 2),
-            "max": round(max(values), 2)}
-
-
 def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[str, Any]:
     """``visits`` first visits (each a new browser context; with a pool, on a server whose
     pool is full again, each page closed as a tab is, which ends its kernel), the last one
@@ -232,7 +193,7 @@ def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[s
         finally:
             context.close()
     firsts = [o["first_image_s"] for o in opens]
-    return {"visits": opens, "reload": reload, "first_image_s": _summary(firsts),
+    return {"visits": opens, "reload": reload, "first_image_s": summary(firsts),
             "within_target": max(firsts) <= FIRST_IMAGE_TARGET_S, "ready": ready}
 
 
@@ -247,16 +208,6 @@ def _close(page: Any, log: Path, timeout: float = 10.0) -> None:
         time.sleep(0.1)
 
 
-def _settle(page: Any, quiet_ms: int = 800) -> None:
-    """Until the builder's first preview tile has not changed for ``quiet_ms``."""
-    last, since = None, time.monotonic()
-    while time.monotonic() - since < quiet_ms / 1000:
-        src = page.locator(TILE).first.get_attribute("src")
-        if src != last:
-            last, since = src, time.monotonic()
-        page.wait_for_timeout(100)
-
-
 def _edits(browser: Any, url: str, log: Path, moves: int, ready: int) -> dict[str, Any]:
     """Edits in the builder of a page opened on a full pool, timed once the pool has its
     page's kernel back (``ready`` + 1): its replacement starts 10 s after the page took it,
@@ -269,19 +220,17 @@ def _edits(browser: Any, url: str, log: Path, moves: int, ready: int) -> dict[st
         page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text="Builder").click()
         page.locator(TILE).first.wait_for(state="visible", timeout=120_000)
         ops = [step.op for step in standard_preset().steps[:3]]  # the bench's usual chain
-        structural = [_add_step(page, op) for op in ops]
         magnitude = CATALOG[ops[0]].magnitude  # the parameter a user moves first
+        edits = builder_edits(page, ops, magnitude)
         slider = page.locator(MAGNITUDE.format(param_class(magnitude))).first
-        _settle(page)
+        settle(page)
         param = measure_slider_latency(page, slider, TILE, moves=moves,
-                                       engine_ms=lambda: _engine_ms(page))
+                                       engine_ms=lambda: engine_ms(page))
         _close(page, log)
     finally:
         context.close()
     param.pop("samples_ms", None)
-    return {"add_step": structural,
-            "add_step_ms": _summary([s["ms"] for s in structural]),
-            "parameter_change": param}
+    return {**edits, "parameter_change": param}
 
 
 def bench_browser(device: str, quick: bool) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from . import style
 from .autosave import autosave_for
 from .builder_layout import build_layout
 from .export_panel import slug
-from .group_card import GroupCard, card_key, collapsed_by_op, make_card, retire
+from .group_card import GroupCard, arrange_cards, card_key, make_card, retire
 from .images_panel import SAMPLES_DIR, ImageSource, source_from
 from .inspector import StepReport
 from .kernel_messages import keep_widget_messages
@@ -272,7 +272,7 @@ class Builder:
         if self.autosave is not None:
             self.autosave.armed = True
         with self._ui:
-            self._sync_cards()
+            self._sync_cards(change)
             self.undo_button.disabled = not self.model.history.can_undo
             self.redo_button.disabled = not self.model.history.can_redo
             self.preview.set_values(seed=self.model.preset.seed)
@@ -282,25 +282,22 @@ class Builder:
         else:
             self.live.request()
 
-    def _sync_cards(self) -> None:
+    def _sync_cards(self, change: Change | None = None) -> None:
         steps = self.model.preset.steps
         if [card_key(s) for s in steps] == [c.key for c in self.cards]:
             for card, step in zip(self.cards, steps, strict=True):
                 card.sync(step)  # type: ignore[arg-type]  # same keys: same kinds
             return
-        collapsed = collapsed_by_op(self.cards)
-        old, self.cards = self.cards, []
-        seen: dict[Any, int] = {}
-        for i, step in enumerate(steps):
-            key = card_key(step)
-            k = seen[key] = seen.get(key, -1) + 1
-            self.cards.append(make_card(
-                i, step, self, self.model, self.catalog, count=len(steps),
-                collapsed=collapsed.get((key, k), False),
-                unavailable=lambda op: self.picker.items[op].reason))
+        removed = (change.step if change is not None and change.kind == "structure"
+                   and len(steps) == len(self.cards) - 1 else None)
+        old = self.cards
+        self.cards = arrange_cards(old, steps, removed, lambda i, step, collapsed: make_card(
+            i, step, self, self.model, self.catalog, count=len(steps), collapsed=collapsed,
+            unavailable=lambda op: self.picker.items[op].reason))
         empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
         self.chain.children = [c.widget for c in self.cards] or [empty]
-        self._retired.add(retire(old))  # inert now, closed later: see style.RETIRE_S
+        self._retired.add(retire([c for c in old if c not in self.cards]))  # inert, closed
+        # later: see style.RETIRE_S
 
     def _show_step_error(self, step: int | None, message: str | None) -> None:
         if step is None:

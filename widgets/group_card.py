@@ -240,6 +240,50 @@ def _share_text(group: Group, child: int, share: float | None) -> str:
            "</span>"
 
 
+def kept_cards(cards: list[StepCard | GroupCard], steps: list[Step | Group],
+               removed: int | None) -> list[StepCard | None]:
+    """For each of ``steps``, a step card of ``cards`` (the page's, before a structural edit)
+    to keep for it: one built for the same operator, taken in page order, or None (a card is
+    made). Synced, a kept card shows its new step exactly, and the browser need not make its
+    views again: rebuilding every card on each edit kept the new preview ~1 s behind its
+    render on the 2-core machine. Group cards are always made anew. The card at ``removed``
+    (the step an edit removed) is never kept: the second click of a double click on its
+    "remove" must find it inert, not remove the step of the same operator that took its
+    place."""
+    free: dict[Hashable, list[StepCard]] = {}
+    for i, card in enumerate(cards):
+        if isinstance(card, StepCard) and i != removed:
+            free.setdefault(card.key, []).append(card)
+    out: list[StepCard | None] = []
+    for step in steps:
+        pool = free.get(card_key(step)) if not isinstance(step, Group) else None
+        out.append(pool.pop(0) if pool else None)
+    return out
+
+
+def arrange_cards(cards: list[StepCard | GroupCard], steps: list[Step | Group],
+                  removed: int | None,
+                  make: Callable[[int, Step | Group, bool], StepCard | GroupCard]
+                  ) -> list[StepCard | GroupCard]:
+    """The cards of ``steps`` after a structural edit: those :func:`kept_cards` keeps,
+    re-indexed and synced, and new ones from ``make(index, step, collapsed)`` (collapsed as
+    the same occurrence of its operator was: :func:`collapsed_by_op`)."""
+    kept = kept_cards(cards, steps, removed)
+    collapsed = collapsed_by_op(cards)
+    out: list[StepCard | GroupCard] = []
+    seen: dict[Hashable, int] = {}
+    for i, (step, card) in enumerate(zip(steps, kept, strict=True)):
+        key = card_key(step)
+        k = seen[key] = seen.get(key, -1) + 1
+        if card is None:
+            out.append(make(i, step, collapsed.get((key, k), False)))
+            continue
+        card.reindex(i, len(steps))
+        card.sync(step)  # type: ignore[arg-type]  # kept for a step of its operator
+        out.append(card)
+    return out
+
+
 def retire(cards: list[StepCard | GroupCard]) -> list[w.Widget]:
     """Make cards taken off the page inert (see :meth:`CardFrame.retire`); their widgets."""
     for card in cards:

@@ -108,7 +108,8 @@ class CardFrame:
 
 
 class StepCard(CardFrame):
-    """Widgets of step ``index``; rebuilt when the chain's structure changes. ``child``: the
+    """Widgets of step ``index``; kept across structural edits for a step of the same operator
+    (:meth:`reindex`), made anew for a new one. ``child``: the
     card is that child of the group at ``index`` (a :class:`~.group_card.GroupCard` holds it;
     ``actions`` then edit the child, and the chain's buttons are the group's)."""
 
@@ -179,6 +180,13 @@ class StepCard(CardFrame):
         self.set_collapsed(collapsed)
 
     # ---- public -------------------------------------------------------------------------------
+
+    def reindex(self, index: int, count: int) -> None:
+        """The card now shows step ``index`` of ``count`` (a structural edit kept it: see
+        :func:`~.group_card.kept_cards`); :meth:`sync` then shows the step."""
+        self.index = index
+        self.up.disabled = index == 0
+        self.down.disabled = index == count - 1
 
     def sync(self, step: Step) -> None:
         """Show the pipeline's values for this step (no-ops for values already shown)."""

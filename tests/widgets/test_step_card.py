@@ -118,3 +118,37 @@ def test_a_card_taken_off_the_page_edits_nothing(builder):
     group.ungroup_button.click()
     assert builder.preset.to_dict() == before
     settle(builder)
+
+
+def test_structural_edits_keep_the_cards_of_the_steps_that_stay(builder):
+    """Adding, duplicating, moving and removing make cards only for new steps (the browser
+    then makes only their views); a kept card shows its new place and its step's values."""
+    for op in ("rotate", "hsv", "flip"):
+        builder.add_step(op)
+    rotate, hsv, flip = builder.cards
+    builder.duplicate_step(1)  # rotate, hsv, hsv', flip
+    assert builder.cards[:2] == [rotate, hsv] and builder.cards[3] is flip
+    copy = builder.cards[2]
+    assert copy not in (rotate, hsv, flip)
+    builder.move_step(3, -3)  # flip, rotate, hsv, hsv'
+    assert builder.cards == [flip, rotate, hsv, copy]
+    assert [c.index for c in builder.cards] == [0, 1, 2, 3]
+    assert flip.up.disabled and not flip.down.disabled and copy.down.disabled
+    assert flip.title.value.startswith("<b>0. flip")
+    builder.set_param(1, "angle", 33.0)
+    builder.remove_step(0)  # rotate, hsv, hsv'
+    assert builder.cards == [rotate, hsv, copy] and flip.retired and not rotate.retired
+    assert rotate.controls["angle"].fixed.value == 33.0
+    assert [c.widget for c in builder.cards] == list(builder.chain.children)
+
+
+def test_a_removed_card_is_not_kept_for_a_step_of_its_operator(builder):
+    """Two steps of one operator, the first removed: the second keeps its own card, and the
+    first's card (still open a while) is inert: a double click on "remove" removes one."""
+    for op in ("hue", "hue", "flip"):
+        builder.add_step(op)
+    first, second, _ = builder.cards
+    first.remove.click()
+    first.remove.click()  # the second click of a double click
+    assert ops(builder) == ["hue", "flip"]
+    assert builder.cards[0] is second and first.retired and second.index == 0

@@ -38,7 +38,10 @@ def test_the_builder_retires_replaced_cards_and_closes_them_when_it_closes():
         b.add_step("rotate", angle=10.0)
         settle(b)
         first = b.cards[0].widget
-        b.add_step("hue", hue=5.0)  # a structural edit: the cards are made again
+        b.add_step("hue", hue=5.0)  # a structural edit: rotate's card is kept
+        settle(b)
+        assert b.cards[0].widget is first
+        b.remove_step(0)  # rotate's card is taken off the page
         settle(b)
         assert b.cards[0].widget is not first and _open(first)  # off the page, still open
         assert first not in b.chain.children
