@@ -5,8 +5,8 @@ from the key press or pointer press that makes it to the builder's first preview
 new picture, beside the engine's render time of that preview (the builder's status line):
 
 * structural edits (add a step from the picker, disable and enable a step, duplicate one, move
-  one, remove one) on a chain without a policy, then the same with the catalog's first policy in the
-  chain (its conditionals make every new chain a new, slower pipeline);
+  one, remove one) on a chain without a policy, then the same with the catalog's first policy in
+  the chain (its conditionals make every new chain a new, slower pipeline);
 * mode changes (a parameter switched between fixed, range and list: :func:`mode_changes`).
 
 Targets (issue 13, the 2-core CPU machine): a structural edit <= 1 s (median) without a policy,
@@ -27,6 +27,7 @@ from dali_gallery.widgets.style import param_class
 
 TILE = ".dg-builder img.dg-preview-tile"
 CARD = ".dg-builder .dg-step-card"
+STATUS = ".dg-builder .dg-status"
 POLICY = next(name for name, spec in CATALOG.items() if spec.conditionals)
 """The policy the policy edits add (an auto_aug policy: DALI conditionals)."""
 STRUCTURAL_TARGET_MS = {"no_policy": 1000.0, "with_policy": 2000.0}
@@ -57,7 +58,7 @@ _EDIT_WATCH_JS = """(sel) => {
 
 def engine_ms(page: Any) -> float | None:
     """The engine's render time of the builder's last preview (its status line)."""
-    text = page.locator(".dg-builder .dg-status").first.inner_text()
+    text = page.locator(STATUS).first.inner_text()
     m = re.search(r"in (\d+(?:\.\d+)?) ms", text)
     return float(m.group(1)) if m else None
 
@@ -82,7 +83,7 @@ def timed_edit(page: Any, name: str, act: Callable[[], None]) -> dict[str, Any]:
     try:
         page.wait_for_function("() => window.__dgEdit.shown !== null", timeout=TIMEOUT_MS)
     except PlaywrightTimeout as e:  # say which edit left the tile as it was
-        status = page.locator(".dg-builder .dg-status").first.inner_text()
+        status = page.locator(STATUS).first.inner_text()
         raise AssertionError(f"{name}: the preview did not change within {TIMEOUT_MS} ms "
                              f"(builder status: {status!r})") from e
     ms = page.evaluate("() => window.__dgEdit.shown - window.__dgEdit.key")

@@ -1,4 +1,4 @@
-"""CuPy imported, and its kernel compiler loaded, ahead of the first GPU gallery.
+"""CuPy and cupyx imported ahead of the first GPU gallery.
 
 Custom operators run on the GPU on CuPy arrays (:mod:`.custom`), and the first call of one in a
 process pays for CuPy itself: its import (~0.6 s on an H200 host, NVRTC loaded) and ``cupyx``,
@@ -15,12 +15,12 @@ This module imports nothing heavy: ``prestart`` runs before the kernel imports D
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
-_log = logging.getLogger(__name__)
-_STATE: dict[str, object] = {"thread": None, "report": None}
+_STATE_START: dict[str, object] = {"thread": None, "report": None}
+"""A process before :func:`start`: no thread, nothing to report."""
+_STATE: dict[str, object] = dict(_STATE_START)
 _LOCK = threading.Lock()
 
 

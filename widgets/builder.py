@@ -294,8 +294,8 @@ class Builder:
         self.cards = arrange_cards(old, steps, removed, lambda i, step, collapsed: make_card(
             i, step, self, self.model, self.catalog, count=len(steps), collapsed=collapsed,
             unavailable=lambda op: self.picker.items[op].reason))
-        empty = w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")
-        self.chain.children = [c.widget for c in self.cards] or [empty]
+        self.chain.children = [c.widget for c in self.cards] or [  # made only when shown
+            w.HTML("<i>No steps yet: add one from <b>Add a step</b>.</i>")]
         self._retired.add(retire([c for c in old if c not in self.cards]))  # inert, closed
         # later: see style.RETIRE_S
 

@@ -30,6 +30,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -557,6 +558,12 @@ def open_images(page: Any) -> None:
     if "jupyter-widget-Collapse-open" not in (section.get_attribute("class") or ""):
         section.locator(".jupyter-widget-Collapse-header").first.click()
     page.locator(".dg-app-images .dg-upload").first.wait_for(state="visible")
+
+
+def chain(page: Any) -> list[str]:
+    """The builder's chain as its step cards show it: the operators, in order."""
+    texts = page.locator(".dg-step-card .dg-step-title").all_inner_texts()
+    return [re.match(r"\s*\d+\.\s*(\S+)", t).group(1) for t in texts]
 
 
 def img_bytes(page: Any, target: Any = "img.widget-image") -> bytes | None:

@@ -6,21 +6,16 @@ test proves works; the times themselves are the bench's to judge, not this test'
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlparse
 
 import pytest
 
 from dali_gallery.gallery.browser_edits import POLICY, builder_edits
+from tests.browser.conftest import chain
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 OPS = ["rotate", "brightness_contrast", "hsv"]
-
-
-def chain(page) -> list[str]:
-    texts = page.locator(".dg-step-card .dg-step-title").all_inner_texts()
-    return [re.match(r"\s*\d+\.\s*(\S+)", t).group(1) for t in texts]
 
 
 def test_every_builder_edit_reaches_the_preview(browser, gallery_voila):

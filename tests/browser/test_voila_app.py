@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from dali_gallery.gallery.browser_edits import engine_ms
 from dali_gallery.gallery.gallery_bench import measure_slider_latency
 from dali_gallery.pipelines.catalog import CATALOG
 from tests.browser.conftest import open_images
@@ -173,12 +174,6 @@ def test_dragging_a_slider_changes_the_preview(app, ui):
     assert not app.errors, app.errors
 
 
-def _engine_ms(page) -> float | None:
-    text = page.locator(".dg-builder .dg-status").first.inner_text()
-    m = re.search(r"in (\d+(?:\.\d+)?) ms", text)
-    return float(m.group(1)) if m else None
-
-
 def test_slider_to_preview_latency_benchmark(app, ui, tmp_path_factory):
     """Benchmark, not a time assertion: keypress on a slider -> new preview <img> src."""
     page = app.page
@@ -186,7 +181,7 @@ def test_slider_to_preview_latency_benchmark(app, ui, tmp_path_factory):
     slider = page.locator(ANGLE).first
     page.locator(TILE).first.wait_for(state="visible")
     figures = measure_slider_latency(page, slider, TILE, moves=30,
-                                     engine_ms=lambda: _engine_ms(page))
+                                     engine_ms=lambda: engine_ms(page))
     figures["preview"] = page.locator(".dg-builder .dg-status").first.inner_text().strip()
     out = tmp_path_factory.mktemp("bench") / "voila_slider_latency.json"
     out.write_text(json.dumps(figures, indent=2))

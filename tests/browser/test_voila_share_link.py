@@ -7,7 +7,6 @@ storage: only the link. Before, reloading the page lost the whole pipeline.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from dali_gallery.pipelines.catalog import CATALOG
 from dali_gallery.widgets.share_link import MAX_LINK_CHARS, PARAM, decode
 from dali_gallery.widgets.suggest import suggested_params
-from tests.browser.conftest import move_slider, slider_value
+from tests.browser.conftest import chain, move_slider, slider_value
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -55,11 +54,6 @@ def wait_app(page) -> None:
     page.locator(".dg-share-link [data-dg-preset]").first.wait_for()
     page.locator(".dg-app-tabs > .lm-TabBar .lm-TabBar-tab", has_text="Builder").click()
     page.locator(".dg-builder .dg-seed input").first.wait_for(state="visible")
-
-
-def chain(page) -> list[str]:
-    texts = page.locator(".dg-step-card .dg-step-title").all_inner_texts()
-    return [re.match(r"\s*\d+\.\s*(\S+)", t).group(1) for t in texts]
 
 
 def seed(page) -> str:

@@ -129,7 +129,7 @@ def test_cupy_is_warmed_ahead_on_a_gpu_host(monkeypatch):
 
     from dali_gallery.pipelines import cupy_warm
 
-    monkeypatch.setattr(cupy_warm, "_STATE", {"thread": None, "report": None})
+    monkeypatch.setattr(cupy_warm, "_STATE", dict(cupy_warm._STATE_START))
     assert cupy_warm.start("gpu") is True
     found = cupy_warm.report(120)
     assert found is not None and found["s"] >= 0 and "cupyx" in sys.modules, found

@@ -1,7 +1,6 @@
 """CuPy warmed ahead (:mod:`pipelines.cupy_warm`): once a process, never for the CPU device,
-started by ``prestart``; it reports what it did or why it did nothing (no CuPy, no GPU), and
-never raises into the kernel. The GPU side (CuPy imported and a kernel run) is in
-tests/gpu/test_gpu_custom.py."""
+started by ``prestart``; it reports what it did or why it did nothing (no CuPy), and never
+raises into the kernel. On a GPU host: tests/gpu/test_gpu_custom.py."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from dali_gallery.pipelines import cupy_warm, trace_ahead
 @pytest.fixture
 def fresh(monkeypatch):
     """A process where nothing warmed CuPy yet."""
-    monkeypatch.setattr(cupy_warm, "_STATE", {"thread": None, "report": None})
+    monkeypatch.setattr(cupy_warm, "_STATE", dict(cupy_warm._STATE_START))
 
 
 def test_not_for_the_cpu_device(fresh):
