@@ -21,8 +21,11 @@ same reason the app does not autosave unless asked (``autosave=``).
 from __future__ import annotations
 
 import html
+import logging
 import os
 import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -40,10 +43,11 @@ from dali_gallery.widgets.page_ready import VOILA_ENV, after_page_load
 from dali_gallery.widgets.page_watchdog import APP_CLASS, watchdog_script
 from dali_gallery.widgets.share_link import ShareLink, preset_from_query, sync_script
 from dali_gallery.widgets.style import ERROR
-from dali_gallery.widgets.ui_thread import kernel_loop
+from dali_gallery.widgets.ui_thread import UI, kernel_loop
 
 from .card_queue import PAGE_PAINT_S
 from .page_request import READY_LOG, prestarted, when_claimed
+from .poster import POSTER_KEY, WAIT_S, poster_cards, poster_html
 from .serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from .view import GalleryView
 
@@ -54,6 +58,7 @@ PAGE_LOAD_TIMEOUT_S = 20.0
 asked for this kernel (e.g. for a page that never connects)."""
 UNCLAIMED_TIMEOUT_S = 7 * 24 * 3600.0
 """A pooled kernel waits for its page; the timeout above starts once a page has claimed it."""
+_log = logging.getLogger(__name__)
 
 
 def quiet_dali_deprecations() -> None:
@@ -163,9 +168,10 @@ class App:
         # page's first picture by 0.6 s on the 2-core machine (so does rendering the rows
         # after a pooled page's first screen while it makes that screen's views: PAGE_PAINT_S)
         self._pooled = prestarted()
+        self._first_screen = threading.Event()
         timeout = UNCLAIMED_TIMEOUT_S if self._pooled else PAGE_LOAD_TIMEOUT_S
-        if self._pooled:
-            self.gallery.cards.hold(keep=False, on_ready=_say_ready)
+        if self._pooled:  # its display waits for the first screen (the poster), then says so
+            self.gallery.cards.hold(keep=False, on_ready=self._first_screen.set)
         else:
             self.gallery.cards.hold(0)
         pause = PAGE_PAINT_S if self._pooled else 0.0
@@ -201,12 +207,12 @@ class App:
         self.message = W.HTML(
             "".join(f'<div class="{ERROR}">{html.escape(n)}</div>' for n in notes))
         self.message.add_class("dg-app-message")
-        head = W.HTML(
+        self.head = W.HTML(
             "<div style='opacity:.75'>Previews are rendered live by DALI on "
             f"{html.escape(describe(self.device))}. Browse every operator in <b>Gallery</b> "
             "(click a value to add it), chain them in <b>Builder</b>, take the training code "
             "from <b>Export</b>.</div>")
-        top = [head] + ([self.link.widget] if self.link is not None else [])
+        top = [self.head] + ([self.link.widget] if self.link is not None else [])
         self.widget = W.VBox([*top, self.message, self.images, self.tabs])
         self.widget.add_class(APP_CLASS)
 
@@ -246,7 +252,8 @@ class App:
     def _ipython_display_(self) -> None:
         """The widgets, with ``page_link`` the page script that puts the link in the address
         bar, and under Voilà the one that reloads a page whose widgets never came (a Voilà
-        page runs the scripts of the notebook's outputs; see ``widgets.page_watchdog``)."""
+        page runs the scripts of the notebook's outputs; see ``widgets.page_watchdog``); in a
+        pooled kernel, the poster of the gallery's first screen (:mod:`.poster`)."""
         from IPython.display import HTML, display
 
         display(self.widget)
@@ -254,6 +261,25 @@ class App:
             display(HTML(sync_script()))
         if self._watchdog is not None:
             display(HTML(self._watchdog))
+        if self._pooled:
+            poster = self.poster()
+            if poster:
+                display(HTML(poster), metadata={POSTER_KEY: True})
+            _say_ready()
+
+    def poster(self, timeout: float = WAIT_S) -> str:
+        """The poster of the gallery's first screen, once rendered and on its cards (this
+        blocks the main thread, so it applies the cards itself); "" if it did not come in
+        ``timeout`` seconds or has no pictures. For a pooled kernel, which has no page yet."""
+        deadline = time.monotonic() + timeout
+        while not self._first_screen.is_set() and time.monotonic() < deadline:
+            UI.drain()
+            self._first_screen.wait(0.05)
+        UI.drain()
+        if not self._first_screen.is_set():
+            _log.warning("the gallery's first screen took over %.0f s: no poster", timeout)
+            return ""
+        return poster_html(poster_cards(self.gallery), self.head.value)
 
     # ---- wiring -------------------------------------------------------------------------------
 

@@ -67,6 +67,8 @@ _MARKS_JS = """(() => {
     const t = e.target;
     if (t.tagName === "IMG" && t.classList.contains("dg-gallery-tile") && t.naturalWidth > 0)
       mark("first_image");
+    if (t.tagName === "IMG" && t.classList.contains("dg-poster-tile") && t.naturalWidth > 0)
+      mark("poster");
   }, true);
   new MutationObserver(() => {
     if (document.querySelector(".jupyter-widgets")) mark("widgets");
@@ -198,7 +200,9 @@ def _open(page: Any, url: str | None) -> dict[str, Any]:
     marks = page.evaluate("() => window.__dgMarks")
     status = page.locator(".dg-gallery-status").inner_text()
     engine = re.search(r"operators in ([\d.]+) s \(first in ([\d.]+) s\)", status)
+    poster = marks.get("poster")
     return {"widgets_s": round(marks["widgets"] / 1000, 2),
+            "poster_s": round(poster / 1000, 2) if poster is not None else None,
             "first_image_s": round(marks["first_image"] / 1000, 2),
             "gallery_s": round(marks["gallery"] / 1000, 2),
             "engine_gallery_s": float(engine.group(1)) if engine else None,

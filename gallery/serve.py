@@ -9,7 +9,8 @@ What the settings do (see ``voila_command`` for the flags):
   tree, terminals, sessions and kernel-listing APIs do not exist on this server (Voilà answers
   those URLs with a redirect to ``/voila/files/...``, which is refused);
 * sources stripped and no tracebacks sent to the page; template and theme are not taken from
-  the URL (Voilà 0.5.13 reflects ``?theme=`` unescaped into the page);
+  the URL (Voilà 0.5.13 reflects ``?theme=`` unescaped into the page); the template is the app's
+  own (``TEMPLATE``: Voilà's lab page that also paints a pooled kernel's poster);
 * ``/voila/files/`` serves nothing (an allowlist that matches nothing *and* a deny-all
   denylist): the app sends images as widget bytes over the kernel websocket and needs no static
   files of its own;
@@ -78,6 +79,9 @@ MAX_WS_MESSAGE_BYTES = 32 * 1024 * 1024
 
 #: The notebook ``dali-gallery serve`` renders.
 GALLERY_NOTEBOOK: Path = _PACKAGE_DIR / "voila" / "gallery.ipynb"
+#: Voilà's lab page that also paints the pooled kernel's poster (``gallery.poster``), found
+#: under this data folder (``voila/templates/dali-gallery``), put first on ``JUPYTER_PATH``.
+TEMPLATE, TEMPLATE_ROOT = "dali-gallery", _PACKAGE_DIR / "voila" / "share"
 """Shipped inside the package (package data), alone in its folder: Voilà serves static files
 from the notebook's folder, so nothing else may live there."""
 
@@ -209,7 +213,9 @@ def voila_command(
         )
     # The server and its kernels run this interpreter (``python``), so they import the same
     # installed dali_gallery; nothing is added to their sys.path.
-    env_assignments = [f"{IMAGES_ENV}={images}", f"{ALLOWED_ROOT_ENV}={root}"]
+    data_path = os.pathsep.join(filter(None, [str(TEMPLATE_ROOT), os.environ.get("JUPYTER_PATH")]))
+    env_assignments = [f"{IMAGES_ENV}={images}", f"{ALLOWED_ROOT_ENV}={root}",
+                       f"JUPYTER_PATH={data_path}"]
     if pool_size:
         # a pooled kernel asks the server for its page's request at this address (Voilà's
         # default, 127.0.0.1, is not where a server bound to another address listens)
@@ -237,6 +243,7 @@ def voila_command(
         "--Voila.port_retries=0",  # fail instead of silently moving to another port
         "--Voila.root_dir=" + str(notebook.parent),
         "--VoilaConfiguration.strip_sources=True",
+        f"--VoilaConfiguration.template={TEMPLATE}",
         "--VoilaConfiguration.show_tracebacks=False",
         # Only the notebook's metadata may pick the template / theme, not the URL: ?template=
         # could select any installed template, and Voilà 0.5.13 writes ?theme= unescaped into
@@ -342,17 +349,9 @@ def serve(
     images = DEFAULT_IMAGES_DIR if images_dir is None else images_dir
     notebook = GALLERY_NOTEBOOK if notebook is None else notebook
     try:
-        cmd = voila_command(
-            notebook,
-            images_dir=images,
-            port=port,
-            host=host,
-            token=token,
-            cull_idle_s=cull_idle_s,
-            allowed_root=allowed_root,
-            pool_size=pool_size,
-            max_kernels=max_kernels,
-        )
+        cmd = voila_command(notebook, images_dir=images, port=port, host=host, token=token,
+                            cull_idle_s=cull_idle_s, allowed_root=allowed_root,
+                            pool_size=pool_size, max_kernels=max_kernels)
     except (OSError, ValueError) as exc:
         print(f"dali-gallery serve: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from dali_gallery.gallery.app import (
 )
 from dali_gallery.gallery.card_queue import FIRST_SCREEN_PX, PAGE_PAINT_S
 from dali_gallery.gallery.page_request import PREHEAT_ENV, QUERY_ENV, READY_LOG
+from dali_gallery.gallery.poster import POSTER_KEY, poster_cards
 from dali_gallery.gallery.row import card_px, tile_px
 from dali_gallery.gallery.serve import ALLOWED_ROOT_ENV, IMAGES_ENV
 from dali_gallery.pipelines.preset import load
@@ -401,8 +403,9 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
                                                                         capfd):
     """A kernel started ahead (the served app's pool) renders the gallery's first screen of
     rows at once and makes their cards while no page is loading, so its page gets them with
-    its widgets, then renders no further until its page is ready; it says so in the server's
-    log once those cards are made (the browser bench waits for that). Once claimed it keeps
+    its widgets, then renders no further until its page is ready; its display (the notebook's)
+    waits for those cards, adds their poster to the page, and says so in the server's log (the
+    browser bench waits for that). Once claimed it keeps
     any further card back until the page has its widgets (a kernel making cards while its page
     asks for the widgets answered too late: widgets "not found"), opens the page's link and
     gives the page the usual 20 s."""
@@ -426,8 +429,17 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
     def rendered() -> int:  # rows of this category (the app's first job had all of them)
         return len(set(gallery.results) & set(gallery.visible))
 
-    loop.run_until(lambda: READY_LOG in capfd.readouterr().err, timeout=120)
+    # the notebook displays the app: a pooled kernel's display waits for the first screen,
+    # adds its poster (gallery.poster), then says it is ready
+    shown: list = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
+    app._ipython_display_()
+    assert READY_LOG in capfd.readouterr().err
     first = rendered()
+    poster, meta = shown[-1]
+    assert meta == {"metadata": {POSTER_KEY: True}}
+    assert re.findall(r'<div class="dg-poster-card"><b>([^<]+)</b>', poster.data) == \
+        gallery.shown()[:len(poster_cards(gallery))]
     assert len(gallery.visible) > first_screen_rows(gallery) > 1  # the color category
     assert first == first_screen_rows(gallery) and gallery.shown() == gallery.visible[:first]
     assert gallery.cards.kept == 0  # made, not kept: they are among the page's widgets

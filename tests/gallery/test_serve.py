@@ -41,6 +41,8 @@ from dali_gallery.gallery.serve import (
     MAX_POOL_SIZE,
     MAX_WS_MESSAGE_BYTES,
     POOL_FILL_DELAY_S,
+    TEMPLATE,
+    TEMPLATE_ROOT,
     v1_frame_ok,
     voila_command,
 )
@@ -382,6 +384,22 @@ def test_command_flags(tmp_path):
 
     public = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1, host="0.0.0.0")
     assert "'allow_remote_access': True" in next(a for a in public if "tornado_settings" in a)
+
+
+def test_command_serves_the_apps_own_page_template(monkeypatch):
+    """The poster's page (gallery.poster): Voilà's lab template with one block changed, found
+    first on the server's JUPYTER_PATH, the caller's own data folders after it."""
+    folder = TEMPLATE_ROOT / "voila" / "templates" / TEMPLATE
+    assert json.loads((folder / "conf.json").read_text()) == {"base_template": "lab"}
+    page = (folder / "index.html.j2").read_text()
+    assert "{%- extends 'lab/index.html.j2' -%}" in page and "block data_priority" in page
+    monkeypatch.delenv("JUPYTER_PATH", raising=False)
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1)
+    assert f"--VoilaConfiguration.template={TEMPLATE}" in cmd
+    assert f"JUPYTER_PATH={TEMPLATE_ROOT}" in cmd[: cmd.index("-m")]
+    monkeypatch.setenv("JUPYTER_PATH", "/opt/mine")
+    cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1)
+    assert f"JUPYTER_PATH={TEMPLATE_ROOT}{os.pathsep}/opt/mine" in cmd[: cmd.index("-m")]
 
 
 def test_command_keeps_a_pool_of_kernels_started_ahead():
