@@ -2,8 +2,9 @@
 
 A Voilà server with the real ``serve.voila_command`` settings (the pool of kernels started ahead
 included) and headless Chromium driven by Playwright. Measured with the page's own clock
-(``performance.now()``, from the start of navigation): page open to the first widget and to the
-first gallery image, for a first visit (new browser context: nothing cached; a new tab of an
+(``performance.now()``, from the start of navigation): page open to the first widget, to the
+poster (a pooled kernel's first cards, in the page itself: :mod:`.poster`) and to the first live
+gallery image, for a first visit (new browser context: nothing cached; a new tab of an
 open window, and once a page opening a new window) and for a reload,
 and to the whole gallery; in the builder, structural edits and mode changes without and with a
 policy in the chain (:mod:`.browser_edits`), and a parameter change (slider key press), each to
@@ -18,6 +19,7 @@ PATH); without them the section says so and is skipped.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import shutil
@@ -41,7 +43,9 @@ from .page_request import READY_LOG
 from .serve import DEFAULT_IMAGES_DIR, GALLERY_NOTEBOOK, voila_command
 
 FIRST_IMAGE_TARGET_S = 2.0
-"""Page open to the first gallery image on the 2-core CPU machine (issue 13)."""
+"""Page open to the first gallery picture on the 2-core CPU machine (issue 13). Reported for
+the first picture on screen (``first_picture_s``: the pooled kernel's poster, ``poster_s``, see
+:mod:`.poster`, else a live tile) and for the first live tile (``first_image_s``)."""
 POOL = 2
 """Kernels started ahead (``dali-gallery serve --pool-size``), measured against none."""
 SHUTDOWN_LOG = "Kernel shutdown:"
@@ -203,6 +207,7 @@ def _open(page: Any, url: str | None) -> dict[str, Any]:
     poster = marks.get("poster")
     return {"widgets_s": round(marks["widgets"] / 1000, 2),
             "poster_s": round(poster / 1000, 2) if poster is not None else None,
+            "first_picture_s": round(min(marks["first_image"], poster or math.inf) / 1000, 2),
             "first_image_s": round(marks["first_image"] / 1000, 2),
             "gallery_s": round(marks["gallery"] / 1000, 2),
             "engine_gallery_s": float(engine.group(1)) if engine else None,
@@ -248,10 +253,12 @@ def _visits(browser: Any, url: str, log: Path, visits: int, pool: int) -> dict[s
         _close(page, log)
     finally:
         context.close()
-    firsts = [o["first_image_s"] for o in opens]
-    return {"visits": opens, "reload": reload, "first_image_s": summary(firsts),
-            "within_target": max(firsts) <= FIRST_IMAGE_TARGET_S, "new_window": window,
-            "ready": ready}
+    pictures = [o["first_picture_s"] for o in opens]
+    live = [o["first_image_s"] for o in opens]
+    return {"visits": opens, "reload": reload, "first_picture_s": summary(pictures),
+            "within_target": max(pictures) <= FIRST_IMAGE_TARGET_S,
+            "first_image_s": summary(live), "live_within_target": max(live) <= FIRST_IMAGE_TARGET_S,
+            "new_window": window, "ready": ready}
 
 
 def _close(page: Any, log: Path, timeout: float = 10.0) -> None:

@@ -31,7 +31,8 @@ What the settings do (see ``voila_command`` for the flags):
 * the kernel learns its image folder from ``DALI_GALLERY_IMAGES`` and the folder the app's picker
   may browse from ``DALI_GALLERY_ALLOWED_ROOT`` (both absolute and resolved);
 * a token, when given, travels in ``JUPYTER_TOKEN`` (read by ``--token``), not as a visible
-  ``--Voila.token=...`` argument of the long-running server process.
+  ``--Voila.token=...`` argument of the long-running server process;
+* the page loads the widget managers as its only frontend extensions (``PAGE_EXTENSIONS``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ GALLERY_NOTEBOOK: Path = _PACKAGE_DIR / "voila" / "gallery.ipynb"
 #: Voilà's lab page that also paints the pooled kernel's poster (``gallery.poster``), found
 #: under this data folder (``voila/templates/dali-gallery``), put first on ``JUPYTER_PATH``.
 TEMPLATE, TEMPLATE_ROOT = "dali-gallery", _PACKAGE_DIR / "voila" / "share"
+#: The page's only frontend extensions: the widget managers, not every lab extension
+#: installed beside Voilà (each is script the page fetches and runs).
+PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8")
 """Shipped inside the package (package data), alone in its folder: Voilà serves static files
 from the notebook's folder, so nothing else may live there."""
 
@@ -167,18 +171,16 @@ def voila_command(
 ) -> list[str]:
     """The command line that serves ``notebook`` with Voilà under the gallery's safe settings.
 
-    The command starts with ``env NAME=VALUE ...`` so that the Voilà server (and through it every
-    kernel it starts, which inherits its environment) sees ``DALI_GALLERY_IMAGES`` and
-    ``DALI_GALLERY_ALLOWED_ROOT``; run it with ``subprocess`` as it is, no shell needed.
-
+    It starts with ``env NAME=VALUE ...``: the server (and every kernel it starts) sees
+    ``DALI_GALLERY_IMAGES``, ``DALI_GALLERY_ALLOWED_ROOT`` and ``JUPYTER_PATH`` (the app's page
+    template first); run it with ``subprocess`` as it is, no shell needed.
     ``images_dir`` must lie inside ``allowed_root`` (default: ``images_dir`` itself).
     ``cull_idle_s=0`` disables culling. ``cull_connected=False`` (the default) culls only kernels
     that no page is connected to any more (closed or crashed tabs, scripted page loads, a laptop
     gone to sleep) once they have been silent for ``cull_idle_s``, busy or not; a page that stays
-    open keeps its kernel however long it is idle (closing the page normally asks Voilà to shut
-    its kernel down at once). ``pool_size``: kernels started ahead, each given to one page
-    (0: every page waits for a kernel started for it); ``pool_fill_delay_s``: how long after a
-    page took one its replacement starts.
+    open keeps its kernel however long it is idle (closing the page asks Voilà to end it).
+    ``pool_size``: kernels started ahead, each given to one page (0: every page waits for a
+    kernel started for it); ``pool_fill_delay_s``: when after a page took one it is replaced.
     """
     notebook = Path(notebook).expanduser().resolve()
     if not notebook.is_file():
@@ -244,6 +246,7 @@ def voila_command(
         "--Voila.root_dir=" + str(notebook.parent),
         "--VoilaConfiguration.strip_sources=True",
         f"--VoilaConfiguration.template={TEMPLATE}",
+        f"--VoilaConfiguration.extension_allowlist={list(PAGE_EXTENSIONS)!r}",
         "--VoilaConfiguration.show_tracebacks=False",
         # Only the notebook's metadata may pick the template / theme, not the URL: ?template=
         # could select any installed template, and Voilà 0.5.13 writes ?theme= unescaped into
@@ -307,9 +310,7 @@ def server_url(host: str, port: int, token: str | None = None) -> str:
 
 
 def _redacted(cmd: Sequence[str]) -> str:
-    return shlex.join(
-        "JUPYTER_TOKEN=***" if part.startswith("JUPYTER_TOKEN=") else part for part in cmd
-    )
+    return shlex.join("JUPYTER_TOKEN=***" if p.startswith("JUPYTER_TOKEN=") else p for p in cmd)
 
 
 def _probe_host(host: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import time
 
@@ -19,6 +20,7 @@ from PIL import Image
 
 from dali_gallery.gallery.browser_bench import _MARKS_JS
 from dali_gallery.gallery.page_request import READY_LOG
+from dali_gallery.gallery.serve import PAGE_EXTENSIONS
 from tests.browser.conftest import img_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -60,6 +62,10 @@ def test_a_pooled_page_paints_the_first_cards_before_its_widgets(voila_server, b
         ops = CARD_RE.findall(sent)
         pictures = IMG_RE.findall(sent)
         assert ops and pictures, sent[:2000]
+        # and the page loads the widget managers as its only frontend extensions
+        config = json.loads(re.search(r'<script id="jupyter-config-data" '
+                                      r'type="application/json">(.*?)</script>', sent, re.S)[1])
+        assert {e["name"] for e in config["federated_extensions"]} == set(PAGE_EXTENSIONS)
         page.wait_for_function("() => 'first_image' in window.__dgMarks")
         marks = page.evaluate("() => window.__dgMarks")
         assert marks["poster"] < marks["widgets"] < marks["first_image"], marks

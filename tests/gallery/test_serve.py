@@ -8,6 +8,7 @@ normalisation of ``..``); websockets use tornado's client (tornado is already a 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import concurrent.futures
 import contextlib
@@ -40,6 +41,7 @@ from dali_gallery.gallery.serve import (
     KERNEL_WS_PROTOCOL,
     MAX_POOL_SIZE,
     MAX_WS_MESSAGE_BYTES,
+    PAGE_EXTENSIONS,
     POOL_FILL_DELAY_S,
     TEMPLATE,
     TEMPLATE_ROOT,
@@ -388,7 +390,8 @@ def test_command_flags(tmp_path):
 
 def test_command_serves_the_apps_own_page_template(monkeypatch):
     """The poster's page (gallery.poster): Voilà's lab template with one block changed, found
-    first on the server's JUPYTER_PATH, the caller's own data folders after it."""
+    first on the server's JUPYTER_PATH, the caller's own data folders after it; the page
+    loads the widget managers as its only frontend extensions."""
     folder = TEMPLATE_ROOT / "voila" / "templates" / TEMPLATE
     assert json.loads((folder / "conf.json").read_text()) == {"base_template": "lab"}
     page = (folder / "index.html.j2").read_text()
@@ -396,6 +399,8 @@ def test_command_serves_the_apps_own_page_template(monkeypatch):
     monkeypatch.delenv("JUPYTER_PATH", raising=False)
     cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1)
     assert f"--VoilaConfiguration.template={TEMPLATE}" in cmd
+    allow = next(a for a in cmd if a.startswith("--VoilaConfiguration.extension_allowlist="))
+    assert ast.literal_eval(allow.split("=", 1)[1]) == list(PAGE_EXTENSIONS)
     assert f"JUPYTER_PATH={TEMPLATE_ROOT}" in cmd[: cmd.index("-m")]
     monkeypatch.setenv("JUPYTER_PATH", "/opt/mine")
     cmd = voila_command(GALLERY_NOTEBOOK, images_dir=DEFAULT_IMAGES_DIR, port=1)
