@@ -82,7 +82,7 @@ MAX_WS_MESSAGE_BYTES = 32 * 1024 * 1024
 GALLERY_NOTEBOOK: Path = _PACKAGE_DIR / "voila" / "gallery.ipynb"
 #: Voilà's lab page that also paints the pooled kernel's poster (``gallery.poster``), found
 #: under this data folder (``voila/templates/dali-gallery``), put first on ``JUPYTER_PATH``.
-TEMPLATE, TEMPLATE_ROOT = "dali-gallery", _PACKAGE_DIR / "voila" / "share"
+TEMPLATE, TEMPLATE_ROOT = "dali-gallery", _PACKAGE_DIR / "page_template"
 #: The page's only frontend extensions: the widget managers, not every lab extension
 #: installed beside Voilà (each is script the page fetches and runs).
 PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8")

@@ -92,6 +92,8 @@ def test_the_wheel_is_one_namespace_with_the_notebook_and_the_samples(installed)
     assert "dali_gallery/gallery/voila/gallery.ipynb" in names
     assert [n for n in names if n.startswith("dali_gallery/gallery/voila/")] == [
         "dali_gallery/gallery/voila/gallery.ipynb"]  # alone: Voilà serves its folder
+    template = "dali_gallery/gallery/page_template/voila/templates/dali-gallery/"
+    assert {template + "conf.json", template + "index.html.j2"} <= set(names)  # the page
     samples = [n for n in names if n.startswith("dali_gallery/gallery/samples/")]
     assert sum(n.endswith(".jpg") for n in samples) >= 4
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]

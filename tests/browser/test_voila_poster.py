@@ -13,6 +13,7 @@ import io
 import json
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ from dali_gallery.gallery.serve import PAGE_EXTENSIONS
 from tests.browser.conftest import img_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 IMG_RE = re.compile(r'<img class="dg-poster-tile" width="(\d+)" alt="([^"]*)" '
                     r'src="data:image/jpeg;base64,([^"]+)">')
@@ -66,6 +69,10 @@ def test_a_pooled_page_paints_the_first_cards_before_its_widgets(voila_server, b
         config = json.loads(re.search(r'<script id="jupyter-config-data" '
                                       r'type="application/json">(.*?)</script>', sent, re.S)[1])
         assert {e["name"] for e in config["federated_extensions"]} == set(PAGE_EXTENSIONS)
+        page.wait_for_function("() => 'poster' in window.__dgMarks")
+        if page.locator(".dg-poster").count():  # still up: the README's picture of it
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "poster.png"))
         page.wait_for_function("() => 'first_image' in window.__dgMarks")
         marks = page.evaluate("() => window.__dgMarks")
         assert marks["poster"] < marks["widgets"] < marks["first_image"], marks
