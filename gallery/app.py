@@ -10,6 +10,8 @@ the kernel its images and allowed root through environment variables (see ``gall
 Under Voilà the gallery starts rendering once the page has loaded the app's widgets
 (:mod:`widgets.page_ready`); a kernel started ahead of its page (the served app's pool, see
 :mod:`.page_request`) waits for its page however long that takes, so it is idle when one comes.
+Such a kernel renders the gallery's first screen first, and its display of the app also writes
+those cards into the page as a poster, painted before the widgets come (:mod:`.poster`).
 
 ``App(page_link=True)`` (the served notebook) keeps the pipeline in the page's link
 (:mod:`widgets.share_link`): the link's pipeline is loaded when the page opens, and the page's
