@@ -13,7 +13,6 @@ import io
 import json
 import shutil
 from types import SimpleNamespace
-from urllib.parse import urlparse
 
 import pytest
 from PIL import Image
@@ -33,12 +32,6 @@ from dali_gallery.widgets import Builder
 builder = Builder(device="cpu", thumbnails=False, draws=2, max_images=4, size=128,
                   allowed_root=os.environ["DALI_GALLERY_ALLOWED_ROOT"])
 builder"""
-
-
-def _local(url: str) -> bool:
-    parsed = urlparse(url)
-    return parsed.scheme in ("data", "blob", "about") or parsed.hostname in ("127.0.0.1",
-                                                                              "localhost")
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +66,6 @@ def app(site, browser, tmp_path_factory):
                                   accept_downloads=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     context.set_default_timeout(60_000)
-    context.route("**/*", lambda r: r.continue_() if _local(r.request.url)
-                  else r.abort("blockedbyclient"))
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

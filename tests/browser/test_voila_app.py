@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlparse
 
 import numpy as np
 import pytest
@@ -37,20 +36,12 @@ GALLERY_DONE_JS = """() => /operators in/.test(
     (document.querySelector('.dg-gallery-status') || {}).textContent || '')"""
 
 
-def _local(url: str) -> bool:
-    parsed = urlparse(url)
-    return parsed.scheme in ("data", "blob", "about") or parsed.hostname in ("127.0.0.1",
-                                                                              "localhost")
-
-
 @pytest.fixture(scope="module")
 def app(gallery_voila, browser):
     """The app page, opened once; ``errors`` collects uncaught page errors."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000},
                                   accept_downloads=True)
     context.set_default_timeout(60_000)
-    context.route("**/*", lambda r: r.continue_() if _local(r.request.url)
-                  else r.abort("blockedbyclient"))
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

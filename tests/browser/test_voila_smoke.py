@@ -24,6 +24,9 @@ def test_gallery_renders_widgets(gallery_voila, page, page_log, ui):
     # Nothing the page asked the server for was refused: in particular the app needs nothing
     # from /voila/files/ (which the serve settings close).
     assert not page_log.failed_responses, page_log.summary()
+    # The browser reaches this machine only: Voilà's page links a CDN stylesheet, and that
+    # request failed in the browser (other hosts do not resolve: CHROMIUM_ARGS), it went nowhere.
+    assert any("cdn.jsdelivr.net" in url for url in page_log.blocked), page_log.summary()
     # Sources are stripped (the placeholder's import line; harmless if the app has none).
     assert "import ipywidgets" not in page.content()
     print(f"voila: server ready in {gallery_voila.start_s:.1f} s, widgets in {rendered_s:.1f} s")
