@@ -264,7 +264,11 @@ class App:
         if self._watchdog is not None:
             display(HTML(self._watchdog))
         if self._pooled:
-            poster = self.poster()
+            try:
+                poster = self.poster()
+            except Exception:  # noqa: BLE001 - logged: the page opens as before, without it
+                _log.exception("the poster of the gallery's first screen failed")
+                poster = ""
             if poster:
                 display(HTML(poster), metadata={POSTER_KEY: True})
             _say_ready()

@@ -459,6 +459,29 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
     assert READY_LOG not in capfd.readouterr().err  # said once
 
 
+def test_a_failing_poster_is_logged_and_the_pooled_page_opens_without_it(monkeypatch, make_app,
+                                                                        capfd, caplog):
+    """The poster is a picture ahead of the page: if making it fails, the server's log says
+    why, the app is displayed all the same and the kernel still says it is ready."""
+    voila_kernel(monkeypatch)
+    monkeypatch.setenv(PREHEAT_ENV, "True")
+    monkeypatch.setattr(voila.utils, "wait_for_request", lambda: threading.Event().wait(60))
+
+    def broken(view, *args):
+        raise OSError("cannot encode the poster")
+
+    monkeypatch.setattr(app_module, "poster_cards", broken)
+    shown: list = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
+    app = make_app()
+    with caplog.at_level("ERROR", logger=app_module.__name__):
+        app._ipython_display_()
+    assert READY_LOG in capfd.readouterr().err
+    assert shown[0][0] is app.widget and not any(kw for _, kw in shown)  # no poster output
+    assert "the poster of the gallery's first screen failed" in caplog.text
+    assert "cannot encode the poster" in caplog.text
+
+
 def test_a_claimed_pooled_kernel_keeps_the_cards_of_rows_still_rendering(monkeypatch, make_app):
     """A page that claims a pooled kernel before its first screen is made: the cards not yet
     made wait for the page's widgets like any other; once it has them, they are made at once
