@@ -79,7 +79,6 @@ class GroupCard(CardFrame):
     def __init__(self, index: int, group: Group, actions: CardActions, model: ChainModel,
                  catalog: Catalog, *, count: int, collapsed: bool = False,
                  unavailable: Callable[[str], str] = lambda op: "") -> None:
-        self.index = index
         self.actions = actions
         self.model = model
         self.key = card_key(group)
@@ -107,8 +106,7 @@ class GroupCard(CardFrame):
         self.up = _button("\u2191", "move up", style.STEP_UP)
         self.down = _button("\u2193", "move down", style.STEP_DOWN)
         self.remove = _button("\u2715", "remove this group", style.STEP_REMOVE)
-        self.up.disabled = index == 0
-        self.down.disabled = index == count - 1
+        self.reindex(index, count)
         header = w.HBox([self.enabled, self.title, self.probability, self.pick, self.collapse,
                          self.ungroup_button, self.duplicate, self.up, self.down, self.remove],
                         layout=w.Layout(align_items="center"))

@@ -66,17 +66,28 @@ class _Inert:
 
 
 class CardFrame:
-    """Collapse and render-error display shared by step and group cards (they hold ``body``,
-    ``summary``, ``collapse``, ``error`` and ``widget``)."""
+    """Place, collapse and render-error display shared by step and group cards (they hold
+    ``body``, ``summary``, ``collapse``, ``up``, ``down``, ``error`` and ``widget``)."""
 
+    index: int
     collapsed: bool
     actions: CardActions
     retired = False
     body: w.Box
     summary: w.HTML
     collapse: w.Button
+    up: w.Button
+    down: w.Button
     error: w.HTML
     widget: w.Box
+
+    def reindex(self, index: int, count: int) -> None:
+        """The card shows item ``index`` of ``count`` in the chain: made there, or kept there
+        by a structural edit (see :func:`~.group_card.kept_cards`; :meth:`sync` then shows the
+        step); its first cannot move up, its last down."""
+        self.index = index
+        self.up.disabled = index == 0
+        self.down.disabled = index == count - 1
 
     def retire(self) -> None:
         """The card is off the page: its widgets edit nothing from now on."""
@@ -116,7 +127,6 @@ class StepCard(CardFrame):
     def __init__(self, index: int, step: Step, spec: OpSpec, actions: CardActions, *,
                  count: int, collapsed: bool = False, unavailable: str = "",
                  child: int | None = None) -> None:
-        self.index = index
         self.child = child
         self.key: Hashable = spec.name  # what the card is built for (see group_card.card_key)
         self.spec = spec
@@ -140,8 +150,7 @@ class StepCard(CardFrame):
         self.up = _button("\u2191", "move up", style.STEP_UP)
         self.down = _button("\u2193", "move down", style.STEP_DOWN)
         self.remove = _button("\u2715", "remove this step", style.STEP_REMOVE)
-        self.up.disabled = index == 0
-        self.down.disabled = index == count - 1
+        self.reindex(index, count)
         if child is not None:  # moved, copied and removed with its group
             for b in (self.duplicate, self.up, self.down, self.remove):
                 b.layout.display = "none"
@@ -180,13 +189,6 @@ class StepCard(CardFrame):
         self.set_collapsed(collapsed)
 
     # ---- public -------------------------------------------------------------------------------
-
-    def reindex(self, index: int, count: int) -> None:
-        """The card now shows step ``index`` of ``count`` (a structural edit kept it: see
-        :func:`~.group_card.kept_cards`); :meth:`sync` then shows the step."""
-        self.index = index
-        self.up.disabled = index == 0
-        self.down.disabled = index == count - 1
 
     def sync(self, step: Step) -> None:
         """Show the pipeline's values for this step (no-ops for values already shown)."""
