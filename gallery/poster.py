@@ -24,7 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from PIL import Image
+
+from dali_gallery.pipelines.display import encode_image
 
 from .row import card_px
 
@@ -83,12 +86,8 @@ def shrunk_jpeg(jpeg: bytes, px: int, quality: int = POSTER_QUALITY) -> bytes:
     """``jpeg`` at ``px`` pixels wide (the live strips are sent at twice their CSS width for
     sharp screens: for a picture shown a second, one pixel per CSS pixel is enough)."""
     with Image.open(io.BytesIO(jpeg)) as img:
-        img.load()
-        if img.width > px:
-            img.thumbnail((px, img.height), Image.Resampling.BILINEAR)
-        out = io.BytesIO()
-        img.convert("RGB").save(out, "JPEG", quality=quality)
-    return out.getvalue()
+        pixels = np.asarray(img.convert("RGB"))
+    return encode_image(pixels, "jpeg", quality=quality, fit=(px, pixels.shape[0]))
 
 
 def poster_html(cards: Sequence[PosterCard], head_html: str = "") -> str:
