@@ -142,13 +142,15 @@ def _logged(log: Path, line: str) -> int:
     return log.read_text(errors="replace").count(line)
 
 
-def _wait_pool(log: Path, ready: int, timeout: float = 180.0) -> None:
+def _wait_pool(log: Path, ready: int, timeout: float = 180.0) -> bool:
     """Until ``ready`` pooled kernels have run the app: the next visitor gets one that is
-    ready, as on a server that has been up a while. Nothing to wait for without a pool."""
+    ready, as on a server that has been up a while. Nothing to wait for without a pool.
+    Whether they all had within ``timeout``."""
     deadline = time.monotonic() + timeout
     while _pool_ready(log) < ready and time.monotonic() < deadline:
         time.sleep(0.3)
     time.sleep(1.0)  # the kernel's last output reaches the server
+    return _pool_ready(log) >= ready
 
 
 def _context(browser: Any) -> Any:

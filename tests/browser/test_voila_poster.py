@@ -12,34 +12,21 @@ import base64
 import io
 import json
 import re
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from dali_gallery.gallery.browser_bench import _MARKS_JS
-from dali_gallery.gallery.page_request import READY_LOG
+from dali_gallery.gallery.browser_bench import _MARKS_JS, _wait_pool
 from dali_gallery.gallery.serve import PAGE_EXTENSIONS
 from tests.browser.conftest import img_bytes
+from tests.gallery.test_poster import CARD_RE, IMG_RE
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
-IMG_RE = re.compile(r'<img class="dg-poster-tile" width="(\d+)" alt="([^"]*)" '
-                    r'src="data:image/jpeg;base64,([^"]+)">')
-CARD_RE = re.compile(r'<div class="dg-poster-card"><b>([^<]+)</b>')
-
-
-def _wait_ready(server, kernels: int = 1, timeout: float = 180.0) -> None:
-    """Until ``kernels`` pooled kernels have run the app (each says so in the server's log)."""
-    deadline = time.monotonic() + timeout
-    while server.log_path.read_text(errors="replace").count(READY_LOG) < kernels:
-        assert time.monotonic() < deadline, server.log_tail()
-        time.sleep(0.3)
-    time.sleep(1.0)  # Voilà keeps the page it made of the notebook's outputs
 
 
 def _open(browser, url: str):
@@ -57,7 +44,7 @@ def _decode(data: bytes) -> np.ndarray:
 
 def test_a_pooled_page_paints_the_first_cards_before_its_widgets(voila_server, browser):
     server = voila_server(pool_size=1)
-    _wait_ready(server)
+    assert _wait_pool(server.log_path, 1), server.log_tail()  # its kernel has made the poster
     context, page, sent = _open(browser, server.page_url())
     try:
         # in the page as sent: HTML, not an output left for Voilà's frontend to draw

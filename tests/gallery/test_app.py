@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from dali_gallery.widgets import page_ready, page_watchdog, ui_thread
 from dali_gallery.widgets.autosave import AUTOSAVE_ENV
 from dali_gallery.widgets.share_link import MAX_LINK_CHARS, PARAM, decode, encode, sync_script
 from tests.gallery.test_page_request import FakeLoop
+from tests.gallery.test_poster import CARD_RE
 from tests.support import SAMPLES, preset_dict
 
 pytestmark = pytest.mark.timeout(300)
@@ -438,8 +438,7 @@ def test_a_pooled_kernel_makes_its_first_screen_then_waits_for_its_page(monkeypa
     first = rendered()
     poster, meta = shown[-1]
     assert meta == {"metadata": {POSTER_KEY: True}}
-    assert re.findall(r'<div class="dg-poster-card"><b>([^<]+)</b>', poster.data) == \
-        gallery.shown()[:len(poster_cards(gallery))]
+    assert CARD_RE.findall(poster.data) == gallery.shown()[:len(poster_cards(gallery))]
     assert len(gallery.visible) > first_screen_rows(gallery) > 1  # the color category
     assert first == first_screen_rows(gallery) and gallery.shown() == gallery.visible[:first]
     assert gallery.cards.kept == 0  # made, not kept: they are among the page's widgets

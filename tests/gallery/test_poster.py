@@ -26,6 +26,9 @@ from dali_gallery.pipelines.display import encode_image
 
 IMG_RE = re.compile(r'<img class="dg-poster-tile" width="(\d+)" alt="([^"]*)" '
                     r'src="data:image/jpeg;base64,([^"]+)">')
+"""A poster's picture: its CSS width, its label, its JPEG (base64)."""
+CARD_RE = re.compile(r'<div class="dg-poster-card"><b>([^<]+)</b>')
+"""A poster's card: its operator."""
 
 
 def _jpeg(width: int, height: int, seed: int = 0) -> bytes:
@@ -97,8 +100,7 @@ def test_the_poster_shows_the_gallerys_own_cards_in_order(gallery):
         assert card.labels == ["original", *(label for label, _ in row.add.options)]
         assert (card.px, card.count) == (row.strips.px, 2)
     markup = poster_html(cards)
-    assert [c.op for c in cards] == re.findall(r'<div class="dg-poster-card"><b>([^<]+)</b>',
-                                               markup)
+    assert [c.op for c in cards] == CARD_RE.findall(markup)
     assert markup.count(f'class="{POSTER_TILE}"') == sum(len(c.jpegs) for c in cards)
 
 
